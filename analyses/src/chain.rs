@@ -1,0 +1,254 @@
+//! Chains of passes (`--tools a:b:c`) and the event dispatch loop.
+//!
+//! # What the producer (VM or trace reader) must guarantee
+//! 1. Each thread delivers its own events, in program order, with its own
+//!    [`ThreadCx`] (created by [`Chain::main_thread`] or [`Chain::fork`]).
+//! 2. A synchronization event is delivered *while it takes effect*: `Acquire` after
+//!    the monitor is obtained, `Release` before it is given up, `Fork` before the
+//!    child runs, `Join` after the child's `ThreadEnd` was delivered, `BarrierExit`
+//!    only after every `BarrierEnter` of the episode, and volatile accesses atomically
+//!    with their event. Hence every pass sees the events in an order that is a valid
+//!    trace (a linearization of happens-before), even when threads run in parallel.
+//! 3. [`Chain::deliver`] returns only after every pass has processed the event.
+//!
+//! # What the chain does per event
+//! Accesses go through the passes left to right until one drops them. Every other
+//! event goes to every pass. Then the shared services are updated: the
+//! happens-before clocks ([`crate::clocks`]), the held-lock set and the call
+//! context — so a pass always sees the thread's state from *before* the event.
+
+use std::sync::Arc;
+
+use crate::clocks::Clocks;
+use crate::ctx::CtxTree;
+use crate::env::Env;
+use crate::event::{Event, EventKind, ObjId, SiteId, Tid};
+use crate::pass::{Flow, Pass};
+use crate::report::{Reported, Reporter};
+use crate::stats::PassStats;
+use crate::thread::{ThreadCx, ThreadState};
+
+/// Services shared by all passes of one run.
+pub struct Shared {
+    pub env: Arc<dyn Env>,
+    pub reporter: Reporter,
+    pub ctxs: CtxTree,
+    pub clocks: Clocks,
+    pub options: ChainOptions,
+}
+
+/// Options that some passes read.
+#[derive(Clone, Debug, Default)]
+pub struct ChainOptions {
+    /// Goldilocks: treat read-read as conflicting (the TR's rules) instead of RW mode.
+    pub goldilocks_tr_mode: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainError(pub String);
+
+impl std::fmt::Display for ChainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub struct Chain {
+    passes: Vec<Box<dyn Pass>>,
+    stats: Vec<PassStats>,
+    pub shared: Arc<Shared>,
+}
+
+impl Chain {
+    /// Build a chain from `a:b:c`. `none` (or the empty string) gives an empty chain.
+    pub fn parse(
+        spec: &str,
+        env: Arc<dyn Env>,
+        options: ChainOptions,
+    ) -> Result<Chain, ChainError> {
+        let shared = Arc::new(Shared {
+            env,
+            reporter: Reporter::new(),
+            ctxs: CtxTree::new(),
+            clocks: Clocks::new(),
+            options,
+        });
+        let mut passes = Vec::new();
+        let spec = spec.trim();
+        if !(spec.is_empty() || spec == "none") {
+            for name in spec.split(':') {
+                let name = name.trim();
+                passes.push(crate::passes::make(name, &shared)?);
+            }
+        }
+        let stats = passes.iter().map(|_| PassStats::default()).collect();
+        Ok(Chain {
+            passes,
+            stats,
+            shared,
+        })
+    }
+
+    /// Build a chain from already constructed passes (tests).
+    pub fn from_passes(passes: Vec<Box<dyn Pass>>, shared: Arc<Shared>) -> Chain {
+        let stats = passes.iter().map(|_| PassStats::default()).collect();
+        Chain {
+            passes,
+            stats,
+            shared,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.passes.is_empty()
+    }
+
+    pub fn pass_names(&self) -> Vec<&'static str> {
+        self.passes.iter().map(|p| p.name()).collect()
+    }
+
+    fn new_cx(&self, tid: Tid, vc: crate::vc::VectorClock) -> ThreadCx {
+        ThreadCx {
+            state: ThreadState::new(tid, vc),
+            locals: self.passes.iter().map(|p| p.thread_local()).collect(),
+        }
+    }
+
+    /// The context of the main thread (tid 0). The producer then delivers its
+    /// `ThreadStart`.
+    pub fn main_thread(&self) -> ThreadCx {
+        self.new_cx(0, Clocks::initial(0))
+    }
+
+    /// Deliver `Fork` for `parent` and return the child's context, which the producer
+    /// hands to the child thread (the child then delivers its own `ThreadStart`).
+    pub fn fork(
+        &self,
+        parent: &mut ThreadCx,
+        child: Tid,
+        site: SiteId,
+        index: u64,
+        handed: &[ObjId],
+    ) -> ThreadCx {
+        let ev = Event {
+            tid: parent.tid(),
+            site,
+            index,
+            kind: EventKind::Fork { child, handed },
+        };
+        self.dispatch(parent, &ev);
+        let vc = self.shared.clocks.fork(&mut parent.state, child);
+        self.new_cx(child, vc)
+    }
+
+    /// Deliver one event of `cx`'s thread. `Fork` must go through [`Chain::fork`].
+    #[inline]
+    pub fn deliver(&self, cx: &mut ThreadCx, ev: &Event<'_>) {
+        debug_assert_eq!(cx.tid(), ev.tid);
+        debug_assert!(
+            !matches!(ev.kind, EventKind::Fork { .. }),
+            "use Chain::fork"
+        );
+        self.dispatch(cx, ev);
+        self.update_services(cx, ev);
+    }
+
+    #[inline]
+    fn dispatch(&self, cx: &mut ThreadCx, ev: &Event<'_>) {
+        let ThreadCx { state, locals } = cx;
+        if ev.kind.is_access() {
+            for (i, p) in self.passes.iter().enumerate() {
+                self.stats[i].saw(&ev.kind);
+                if p.access(state, locals[i].as_mut(), ev) == Flow::Drop {
+                    self.stats[i]
+                        .dropped
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return;
+                }
+            }
+        } else {
+            for (i, p) in self.passes.iter().enumerate() {
+                self.stats[i].saw(&ev.kind);
+                p.event(state, locals[i].as_mut(), ev);
+            }
+        }
+    }
+
+    fn update_services(&self, cx: &mut ThreadCx, ev: &Event<'_>) {
+        let t = &mut cx.state;
+        match ev.kind {
+            EventKind::Read { .. } | EventKind::Write { .. } => {}
+            EventKind::Acquire { lock } => {
+                self.shared.clocks.apply(t, ev);
+                t.held.push(lock);
+            }
+            EventKind::Release { lock } => {
+                self.shared.clocks.apply(t, ev);
+                if let Some(i) = t.held.iter().rposition(|l| *l == lock) {
+                    t.held.remove(i);
+                }
+            }
+            EventKind::Enter { method, .. } => {
+                t.ctx_stack.push(t.ctx);
+                t.ctx = self.shared.ctxs.child(t.ctx, method, ev.site);
+            }
+            EventKind::Exit { .. } => {
+                t.ctx = t.ctx_stack.pop().unwrap_or_default();
+            }
+            _ => self.shared.clocks.apply(t, ev),
+        }
+    }
+
+    /// End of the run: lets passes report deferred results.
+    pub fn finish(&self) {
+        for p in &self.passes {
+            p.finish();
+        }
+    }
+
+    pub fn warnings(&self) -> Vec<Reported> {
+        self.shared.reporter.snapshot()
+    }
+
+    /// `{"passes": [{"name":…, "events_in":…, "dropped":…, …}]}`.
+    pub fn stats_json(&self) -> serde_json::Value {
+        let passes: Vec<serde_json::Value> = self
+            .passes
+            .iter()
+            .zip(&self.stats)
+            .map(|(p, s)| {
+                let mut v = s.to_json();
+                v["name"] = p.name().into();
+                if let Some(extra) = p.stats() {
+                    v["details"] = extra;
+                }
+                v
+            })
+            .collect();
+        serde_json::json!({ "passes": passes })
+    }
+
+    /// Human-readable statistics for `--stats`.
+    pub fn stats_text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        for (p, st) in self.passes.iter().zip(&self.stats) {
+            let _ = writeln!(
+                s,
+                "pass {:<12} events in {:>12}  accesses in {:>12}  dropped {:>12}",
+                p.name(),
+                st.total_in(),
+                st.accesses_in(),
+                st.dropped.load(std::sync::atomic::Ordering::Relaxed)
+            );
+            if let Some(extra) = p.stats() {
+                if let Some(obj) = extra.as_object() {
+                    for (k, v) in obj {
+                        let _ = writeln!(s, "  {k:<24} {v}");
+                    }
+                }
+            }
+        }
+        s
+    }
+}

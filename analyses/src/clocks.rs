@@ -1,0 +1,141 @@
+//! The shared happens-before clock service (FastTrack's synchronization rules,
+//! Flanagan & Freund PLDI'09 Fig. 2; `notes/bigfoot.md` §1.5).
+//!
+//! Every pass that needs Java happens-before reads `ThreadState::vc` instead of
+//! keeping its own clocks. The chain calls [`Clocks::apply`] once per
+//! synchronization event, after every pass has seen it:
+//!
+//! ```text
+//! acquire(t,m):   C_t := C_t ⊔ L_m
+//! release(t,m):   L_m := C_t;            C_t[t]++
+//! fork(t,u):      C_u := C_t; C_u[u]++;  C_t[t]++
+//! join(t,u):      C_t := C_t ⊔ C_u(final)
+//! vol_write(t,v): L_v := L_v ⊔ C_t;      C_t[t]++   (join, never overwrite: G7d)
+//! vol_read(t,v):  C_t := C_t ⊔ L_v
+//! barrier enter:  B_g := B_g ⊔ C_t
+//! barrier exit:   C_t := C_t ⊔ B_g;      C_t[t]++
+//! thread end:     final C_t published for join
+//! ```
+//!
+//! Concurrency: `C_t` lives in the thread's own `ThreadState` (only that thread
+//! writes it). Lock, volatile and barrier clocks live in sharded maps behind
+//! mutexes; the producer's ordering guarantees make each update happen-before the
+//! reads that depend on it, the mutexes make that a Rust-level guarantee too.
+
+use hashbrown::HashMap;
+use parking_lot::Mutex;
+
+use crate::event::{Event, EventKind, Loc, ObjId, Tid};
+use crate::thread::ThreadState;
+use crate::vc::VectorClock;
+
+const SHARDS: usize = 16;
+
+fn shard_of(key: u64) -> usize {
+    ((key >> 3) ^ (key >> 11)) as usize % SHARDS
+}
+
+struct BarrierEpisode {
+    clock: VectorClock,
+    departed: u32,
+}
+
+#[derive(Default)]
+pub struct Clocks {
+    locks: [Mutex<HashMap<ObjId, VectorClock>>; SHARDS],
+    volatiles: [Mutex<HashMap<Loc, VectorClock>>; SHARDS],
+    barriers: Mutex<HashMap<(ObjId, u64), BarrierEpisode>>,
+    finished: Mutex<HashMap<Tid, VectorClock>>,
+}
+
+impl Clocks {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The clock of the main thread at its start.
+    pub fn initial(tid: Tid) -> VectorClock {
+        let mut vc = VectorClock::new();
+        vc.set(tid, 1);
+        vc
+    }
+
+    /// Fork: returns the child's initial clock and advances the parent.
+    pub fn fork(&self, parent: &mut ThreadState, child: Tid) -> VectorClock {
+        let mut c = parent.vc.clone();
+        c.set(child, c.get(child).max(1));
+        parent.vc.tick(parent.tid);
+        c
+    }
+
+    /// Apply the rule for one event of `t` (no-op for non-synchronization events and
+    /// for `Fork`, which the chain handles through [`Clocks::fork`]).
+    pub fn apply(&self, t: &mut ThreadState, ev: &Event<'_>) {
+        match ev.kind {
+            EventKind::Acquire { lock } => {
+                let shard = self.locks[shard_of(lock.0)].lock();
+                if let Some(l) = shard.get(&lock) {
+                    t.vc.join(l);
+                }
+            }
+            EventKind::Release { lock } => {
+                {
+                    let mut shard = self.locks[shard_of(lock.0)].lock();
+                    shard.entry(lock).or_default().assign(&t.vc);
+                }
+                t.vc.tick(t.tid);
+            }
+            EventKind::VolatileWrite { loc, .. } => {
+                {
+                    let mut shard = self.volatiles[shard_of(loc.key())].lock();
+                    shard.entry(loc).or_default().join(&t.vc);
+                }
+                t.vc.tick(t.tid);
+            }
+            EventKind::VolatileRead { loc } => {
+                let shard = self.volatiles[shard_of(loc.key())].lock();
+                if let Some(l) = shard.get(&loc) {
+                    t.vc.join(l);
+                }
+            }
+            EventKind::Join { child } => {
+                if let Some(c) = self.finished.lock().get(&child) {
+                    t.vc.join(c);
+                }
+            }
+            EventKind::BarrierEnter {
+                barrier,
+                generation,
+                ..
+            } => {
+                let mut b = self.barriers.lock();
+                b.entry((barrier, generation))
+                    .or_insert_with(|| BarrierEpisode {
+                        clock: VectorClock::new(),
+                        departed: 0,
+                    })
+                    .clock
+                    .join(&t.vc);
+            }
+            EventKind::BarrierExit {
+                barrier,
+                generation,
+                parties,
+            } => {
+                let mut b = self.barriers.lock();
+                if let Some(ep) = b.get_mut(&(barrier, generation)) {
+                    t.vc.join(&ep.clock);
+                    ep.departed += 1;
+                    if ep.departed >= parties {
+                        b.remove(&(barrier, generation));
+                    }
+                }
+                t.vc.tick(t.tid);
+            }
+            EventKind::ThreadEnd => {
+                self.finished.lock().insert(t.tid, t.vc.clone());
+            }
+            _ => {}
+        }
+    }
+}

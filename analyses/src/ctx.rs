@@ -1,0 +1,83 @@
+//! Interned call stacks ("contexts"), so shadow state can remember where an earlier
+//! access came from with one integer and reports can print its whole CapJava stack.
+//!
+//! A context is a node of a tree: (parent, method, call site). The chain maintains
+//! each thread's current context from `Enter`/`Exit` events.
+
+use hashbrown::HashMap;
+use parking_lot::{Mutex, RwLock};
+
+use crate::event::{MethodId, SiteId};
+
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default, PartialOrd, Ord)]
+pub struct CtxId(pub u32);
+
+impl CtxId {
+    /// The empty stack (thread entry).
+    pub const ROOT: CtxId = CtxId(0);
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Node {
+    parent: CtxId,
+    method: MethodId,
+    call_site: SiteId,
+}
+
+/// One frame of a resolved stack, innermost first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub method: MethodId,
+    /// Where this method was called from.
+    pub call_site: SiteId,
+}
+
+#[derive(Default)]
+pub struct CtxTree {
+    nodes: RwLock<Vec<Node>>,
+    index: Mutex<HashMap<(CtxId, MethodId, SiteId), CtxId>>,
+}
+
+impl CtxTree {
+    pub fn new() -> Self {
+        let t = CtxTree::default();
+        t.nodes.write().push(Node {
+            parent: CtxId::ROOT,
+            method: MethodId(u32::MAX),
+            call_site: SiteId(0),
+        });
+        t
+    }
+
+    /// The context for calling `method` from `call_site` within `parent`.
+    pub fn child(&self, parent: CtxId, method: MethodId, call_site: SiteId) -> CtxId {
+        let mut index = self.index.lock();
+        if let Some(id) = index.get(&(parent, method, call_site)) {
+            return *id;
+        }
+        let mut nodes = self.nodes.write();
+        let id = CtxId(nodes.len() as u32);
+        nodes.push(Node {
+            parent,
+            method,
+            call_site,
+        });
+        index.insert((parent, method, call_site), id);
+        id
+    }
+
+    /// The frames of a context, innermost first.
+    pub fn frames(&self, mut ctx: CtxId) -> Vec<Frame> {
+        let nodes = self.nodes.read();
+        let mut out = Vec::new();
+        while ctx != CtxId::ROOT && (ctx.0 as usize) < nodes.len() {
+            let n = nodes[ctx.0 as usize];
+            out.push(Frame {
+                method: n.method,
+                call_site: n.call_site,
+            });
+            ctx = n.parent;
+        }
+        out
+    }
+}

@@ -1,0 +1,88 @@
+//! What the analyses may ask of the world that produced the events.
+//!
+//! Architecture invariant: `analyses` knows nothing of the VM. The VM (or a trace
+//! reader) implements [`Env`] to name sites, methods and locations for reports, and
+//! optionally [`HeapView`] for the filters that must walk the live heap (escape,
+//! capsule). Offline analyses run without a heap.
+
+use crate::event::{Loc, MethodId, ObjId, SiteId};
+
+/// How a location is shown in reports: `Class.field` for instance and static fields,
+/// `T[]` plus an index for array elements, the trace's own name for trace variables.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LocName {
+    /// `Class.field`, `int[]`, or a trace variable name.
+    pub name: String,
+    /// Array index, for array elements.
+    pub index: Option<u64>,
+    /// A short object identity (`o17`) for instance fields and arrays, if known.
+    pub object: Option<String>,
+}
+
+impl std::fmt::Display for LocName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.index {
+            Some(i) => write!(f, "{}[{}]", self.name.trim_end_matches("[]"), i),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// A resolved source position.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SiteInfo {
+    /// `file:line:col`, or the trace's location token.
+    pub position: String,
+    /// The enclosing method (`Class.method`), if known.
+    pub method: Option<String>,
+}
+
+pub trait Env: Send + Sync {
+    fn site(&self, site: SiteId) -> SiteInfo;
+    fn method_name(&self, method: MethodId) -> String;
+    fn loc_name(&self, loc: Loc) -> LocName;
+    /// The live heap, if there is one (not for offline traces).
+    fn heap(&self) -> Option<&dyn HeapView> {
+        None
+    }
+    /// Capsule classes in force for this run (`capsule` pass), by class index.
+    fn is_capsule_class(&self, _class: u32) -> bool {
+        false
+    }
+}
+
+/// The live heap as the escape and capsule filters see it.
+pub trait HeapView: Send + Sync {
+    /// The class index of an object (None for arrays, threads, barriers).
+    fn class_of(&self, obj: ObjId) -> Option<u32>;
+    /// The class index that declares `method`.
+    fn method_class(&self, method: MethodId) -> u32;
+    /// Call `f` on every non-null reference stored in `obj` (fields or elements).
+    fn for_each_ref(&self, obj: ObjId, f: &mut dyn FnMut(ObjId));
+    /// Atomically set the object's "shared" header bit; true if it was not set before.
+    fn mark_shared(&self, obj: ObjId) -> bool;
+    fn is_shared(&self, obj: ObjId) -> bool;
+}
+
+/// An [`Env`] that knows nothing (for unit tests): sites print as `#N`, locations as
+/// `o<obj>.<slot>`.
+pub struct NullEnv;
+
+impl Env for NullEnv {
+    fn site(&self, site: SiteId) -> SiteInfo {
+        SiteInfo {
+            position: format!("#{}", site.0),
+            method: None,
+        }
+    }
+    fn method_name(&self, method: MethodId) -> String {
+        format!("m{}", method.0)
+    }
+    fn loc_name(&self, loc: Loc) -> LocName {
+        LocName {
+            name: format!("o{}.{}", loc.obj.0, loc.slot),
+            index: None,
+            object: None,
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! capvm's analyses: the event model, the pass interface and chains, every analysis,
+//! reports, and trace formats.
+//!
+//! Architecture invariants:
+//! - `analyses` knows nothing of the VM: it runs on events from a live VM and from a
+//!   trace file alike (the VM implements [`env::Env`]).
+//! - Synchronization events are never filtered: only [`pass::Pass::access`] can drop.
+//! - Happens-before clocks for synchronization live once, in [`clocks`]; passes read
+//!   them from [`thread::ThreadState`].
+
+pub mod chain;
+pub mod clocks;
+pub mod ctx;
+pub mod env;
+pub mod event;
+pub mod pass;
+pub mod passes;
+pub mod report;
+pub mod stats;
+pub mod thread;
+pub mod vc;
+
+pub use chain::{Chain, ChainError, ChainOptions, Shared};
+pub use event::{Event, EventKind, Loc, MethodId, ObjId, Op, SiteId, Spec, Tid};
+pub use pass::{Flow, Pass};

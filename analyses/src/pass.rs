@@ -1,0 +1,63 @@
+//! The pass interface (RoadRunner's `Tool`, Flanagan & Freund PASTE'10).
+//!
+//! A pass sees each event in trace order. It handles only what it cares about; the
+//! defaults forward everything. Only plain data accesses can be dropped (filters):
+//! [`Pass::access`] returns a [`Flow`], every other event goes to [`Pass::event`],
+//! which cannot drop it. Synchronization events therefore always reach every pass.
+//!
+//! Concurrency: a pass is shared by all guest threads (`&self`), which call it in
+//! parallel under `--sched os`. Per-thread state lives in the value returned by
+//! [`Pass::thread_local`] and is handed back, exclusively, on every call from that
+//! thread. Shared state must be synchronized by the pass itself; the producer
+//! guarantees that each thread's events arrive in program order and that a
+//! synchronization event is fully processed by the whole chain before any event it
+//! happens-before (see `crate::chain`).
+
+use std::any::Any;
+
+use crate::event::Event;
+use crate::stats::PassStats;
+use crate::thread::ThreadState;
+
+/// What a pass does with an access.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Flow {
+    Forward,
+    Drop,
+}
+
+/// Per-thread state of one pass.
+pub type Local = dyn Any + Send;
+
+pub trait Pass: Send + Sync {
+    /// The name used in `--tools` and in reports.
+    fn name(&self) -> &'static str;
+
+    /// Fresh per-thread state for a new thread.
+    fn thread_local(&self) -> Box<Local> {
+        Box::new(())
+    }
+
+    /// A plain read or write (`EventKind::Read`/`Write`). Return `Flow::Drop` to hide
+    /// it from the rest of the chain.
+    fn access(&self, _t: &ThreadState, _local: &mut Local, _ev: &Event<'_>) -> Flow {
+        Flow::Forward
+    }
+
+    /// Every other event: synchronization, allocation, method enter/exit,
+    /// specification begin/end, thread start/end. Cannot be dropped.
+    fn event(&self, _t: &ThreadState, _local: &mut Local, _ev: &Event<'_>) {}
+
+    /// End of the run: report anything deferred (e.g. the `hb` oracle decides here).
+    fn finish(&self) {}
+
+    /// Pass-specific statistics, added to `--stats` and the JSON report.
+    fn stats(&self) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// Counters the chain keeps for every pass (events in / dropped).
+    fn counters(&self) -> Option<&PassStats> {
+        None
+    }
+}

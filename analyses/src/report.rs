@@ -1,0 +1,278 @@
+//! Warnings and the report: one model, two renderings (ThreadSanitizer-style text on
+//! stderr, and the JSON document of ARCHITECTURE.md "Reports").
+
+use std::collections::BTreeMap;
+
+use parking_lot::Mutex;
+
+use crate::ctx::{CtxId, CtxTree};
+use crate::env::{Env, LocName};
+use crate::event::{Loc, Op, SiteId, Tid};
+
+/// `kind` of ARCHITECTURE.md.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum WarningKind {
+    Race,
+    Lockset,
+    CapsuleViolation,
+    Conflict,
+    Serializability,
+    Atomicity,
+}
+
+impl WarningKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WarningKind::Race => "race",
+            WarningKind::Lockset => "lockset",
+            WarningKind::CapsuleViolation => "capsule-violation",
+            WarningKind::Conflict => "conflict",
+            WarningKind::Serializability => "serializability",
+            WarningKind::Atomicity => "atomicity",
+        }
+    }
+}
+
+/// One access (or operation) involved in a warning.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AccessInfo {
+    pub tid: Tid,
+    /// `read`, `write`, `volatile read`, `acquire`, `begin`, … (free text for non-accesses).
+    pub op: String,
+    pub site: SiteId,
+    /// Call stack at the time of the operation.
+    pub ctx: CtxId,
+    /// 1-based trace line, for offline analysis.
+    pub event: Option<u64>,
+}
+
+impl AccessInfo {
+    pub fn access(tid: Tid, op: Op, site: SiteId, ctx: CtxId) -> Self {
+        AccessInfo {
+            tid,
+            op: op.to_string(),
+            site,
+            ctx,
+            event: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Warning {
+    pub kind: WarningKind,
+    /// The pass that found it (`fasttrack`, …).
+    pub analysis: &'static str,
+    pub loc: Option<Loc>,
+    /// Earlier access(es) first, the access that triggered detection last.
+    pub accesses: Vec<AccessInfo>,
+    /// 1-based trace line of the event at which it was detected (offline analysis).
+    pub event: Option<u64>,
+    /// One line of explanation (e.g. which capsule property broke, the cycle).
+    pub message: String,
+    /// Extra JSON fields (e.g. `class`, `transactions`).
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl Warning {
+    pub fn new(kind: WarningKind, analysis: &'static str) -> Self {
+        Warning {
+            kind,
+            analysis,
+            loc: None,
+            accesses: Vec::new(),
+            event: None,
+            message: String::new(),
+            extra: BTreeMap::new(),
+        }
+    }
+    /// Folding key: same kind, analysis and pair of sites ⇒ one report.
+    fn fold_key(&self) -> (WarningKind, &'static str, Vec<SiteId>, String) {
+        let loc = if self.accesses.is_empty() {
+            self.message.clone()
+        } else {
+            String::new()
+        };
+        (
+            self.kind,
+            self.analysis,
+            self.accesses.iter().map(|a| a.site).collect(),
+            loc,
+        )
+    }
+}
+
+/// A warning as reported, with how many times it was folded.
+#[derive(Clone, Debug)]
+pub struct Reported {
+    pub warning: Warning,
+    pub count: u64,
+}
+
+/// Collects warnings from all passes and threads; folds duplicates of the same pair of
+/// sites (keeping the first occurrence, in arrival order).
+#[derive(Default)]
+pub struct Reporter {
+    inner: Mutex<ReporterInner>,
+}
+
+#[derive(Default)]
+struct ReporterInner {
+    list: Vec<Reported>,
+    index: hashbrown::HashMap<(WarningKind, &'static str, Vec<SiteId>, String), usize>,
+}
+
+impl Reporter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn report(&self, w: Warning) {
+        let mut inner = self.inner.lock();
+        let key = w.fold_key();
+        if let Some(&i) = inner.index.get(&key) {
+            inner.list[i].count += 1;
+            return;
+        }
+        let i = inner.list.len();
+        inner.index.insert(key, i);
+        inner.list.push(Reported {
+            warning: w,
+            count: 1,
+        });
+    }
+    pub fn is_empty(&self) -> bool {
+        self.inner.lock().list.is_empty()
+    }
+    pub fn snapshot(&self) -> Vec<Reported> {
+        self.inner.lock().list.clone()
+    }
+}
+
+fn stack_lines(env: &dyn Env, ctxs: &CtxTree, site: SiteId, ctx: CtxId) -> Vec<String> {
+    let mut out = Vec::new();
+    let s = env.site(site);
+    out.push(format!(
+        "{} ({})",
+        s.method.unwrap_or_else(|| "?".into()),
+        s.position
+    ));
+    for f in ctxs.frames(ctx) {
+        let cs = env.site(f.call_site);
+        if let Some(m) = cs.method {
+            out.push(format!("{} ({})", m, cs.position));
+        } else if f.call_site.0 != 0 {
+            out.push(format!("? ({})", cs.position));
+        }
+    }
+    out
+}
+
+/// ThreadSanitizer-style text for one warning.
+pub fn render_text(r: &Reported, env: &dyn Env, ctxs: &CtxTree) -> String {
+    use std::fmt::Write;
+    let w = &r.warning;
+    let mut s = String::new();
+    let _ = writeln!(s, "==================");
+    let what = match w.kind {
+        WarningKind::Race => "data race",
+        WarningKind::Lockset => "lockset discipline violation",
+        WarningKind::CapsuleViolation => "capsule violation",
+        WarningKind::Conflict => "determinism conflict",
+        WarningKind::Serializability => "external serializability violation",
+        WarningKind::Atomicity => "atomicity violation",
+    };
+    let loc = w.loc.map(|l| env.loc_name(l));
+    match &loc {
+        Some(l) => {
+            let _ = writeln!(s, "WARNING: {what} on {} (found by {})", l, w.analysis);
+        }
+        None => {
+            let _ = writeln!(s, "WARNING: {what} (found by {})", w.analysis);
+        }
+    }
+    if !w.message.is_empty() {
+        let _ = writeln!(s, "  {}", w.message);
+    }
+    let n = w.accesses.len();
+    for (i, a) in w.accesses.iter().enumerate() {
+        let role = if n == 2 && i == 0 {
+            "Previous"
+        } else if n == 2 {
+            "Current"
+        } else {
+            ""
+        };
+        let ev = a.event.map(|e| format!(" [event {e}]")).unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  {role}{}{} by thread T{}{}:",
+            if role.is_empty() { "" } else { " " },
+            a.op,
+            a.tid,
+            ev
+        );
+        for (j, line) in stack_lines(env, ctxs, a.site, a.ctx).iter().enumerate() {
+            let _ = writeln!(s, "    #{j} {line}");
+        }
+    }
+    if r.count > 1 {
+        let _ = writeln!(s, "  (reported {} times at these sites)", r.count);
+    }
+    s
+}
+
+fn loc_json(l: &LocName) -> Vec<(String, serde_json::Value)> {
+    let mut v = vec![(
+        "location".to_string(),
+        serde_json::Value::String(l.name.clone()),
+    )];
+    if let Some(i) = l.index {
+        v.push(("index".into(), i.into()));
+    }
+    if let Some(o) = &l.object {
+        v.push(("object".into(), o.clone().into()));
+    }
+    v
+}
+
+/// The JSON object for one warning.
+pub fn warning_json(r: &Reported, env: &dyn Env, ctxs: &CtxTree) -> serde_json::Value {
+    let w = &r.warning;
+    let mut m = serde_json::Map::new();
+    m.insert("kind".into(), w.kind.as_str().into());
+    m.insert("analysis".into(), w.analysis.into());
+    if let Some(l) = w.loc {
+        for (k, v) in loc_json(&env.loc_name(l)) {
+            m.insert(k, v);
+        }
+    }
+    if let Some(e) = w.event {
+        m.insert("event".into(), e.into());
+    }
+    if !w.message.is_empty() {
+        m.insert("message".into(), w.message.clone().into());
+    }
+    let accesses: Vec<serde_json::Value> = w
+        .accesses
+        .iter()
+        .map(|a| {
+            let site = env.site(a.site);
+            let mut o = serde_json::json!({
+                "thread": a.tid,
+                "op": a.op,
+                "site": site.position,
+                "stack": stack_lines(env, ctxs, a.site, a.ctx),
+            });
+            if let Some(e) = a.event {
+                o["event"] = e.into();
+            }
+            o
+        })
+        .collect();
+    m.insert("accesses".into(), accesses.into());
+    m.insert("count".into(), r.count.into());
+    for (k, v) in &w.extra {
+        m.insert(k.clone(), v.clone());
+    }
+    serde_json::Value::Object(m)
+}

@@ -1,0 +1,42 @@
+//! Per-pass counters: events in, accesses dropped.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::event::EventKind;
+
+/// Counters the chain keeps for each pass. Relaxed atomics: statistics only.
+#[derive(Default, Debug)]
+pub struct PassStats {
+    /// Events delivered to the pass, by kind (`EventKind::NAMES` order).
+    pub events_in: [AtomicU64; 17],
+    /// Accesses the pass dropped.
+    pub dropped: AtomicU64,
+}
+
+impl PassStats {
+    #[inline]
+    pub fn saw(&self, kind: &EventKind<'_>) {
+        self.events_in[kind.ordinal()].fetch_add(1, Relaxed);
+    }
+    pub fn total_in(&self) -> u64 {
+        self.events_in.iter().map(|c| c.load(Relaxed)).sum()
+    }
+    pub fn accesses_in(&self) -> u64 {
+        self.events_in[0].load(Relaxed) + self.events_in[1].load(Relaxed)
+    }
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut by_kind = serde_json::Map::new();
+        for (i, name) in EventKind::NAMES.iter().enumerate() {
+            let n = self.events_in[i].load(Relaxed);
+            if n > 0 {
+                by_kind.insert((*name).to_string(), n.into());
+            }
+        }
+        serde_json::json!({
+            "events_in": self.total_in(),
+            "accesses_in": self.accesses_in(),
+            "dropped": self.dropped.load(Relaxed),
+            "by_kind": by_kind,
+        })
+    }
+}

@@ -1,0 +1,1 @@
+//! Criterion benchmarks of capvm live in `benches/`; this library is empty.
