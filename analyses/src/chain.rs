@@ -241,11 +241,11 @@ impl Chain {
                 st.accesses_in(),
                 st.dropped.load(std::sync::atomic::Ordering::Relaxed)
             );
-            if let Some(extra) = p.stats() {
-                if let Some(obj) = extra.as_object() {
-                    for (k, v) in obj {
-                        let _ = writeln!(s, "  {k:<24} {v}");
-                    }
+            if let Some(extra) = p.stats()
+                && let Some(obj) = extra.as_object()
+            {
+                for (k, v) in obj {
+                    let _ = writeln!(s, "  {k:<24} {v}");
                 }
             }
         }
