@@ -42,6 +42,10 @@ pub struct Shared {
 pub struct ChainOptions {
     /// Goldilocks: treat read-read as conflicting (the TR's rules) instead of RW mode.
     pub goldilocks_tr_mode: bool,
+    /// The `record` pass writes the trace here (`--record FILE.std`).
+    pub record_path: Option<std::path::PathBuf>,
+    /// `--capsules C1,C2` / `inferred`: overrides the source annotations (None = use them).
+    pub capsules: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -41,6 +41,12 @@ pub trait Env: Send + Sync {
     fn site(&self, site: SiteId) -> SiteInfo;
     fn method_name(&self, method: MethodId) -> String;
     fn loc_name(&self, loc: Loc) -> LocName;
+    /// A short, deterministic label for an object, lock or barrier (`o17`): the VM's
+    /// allocation serial number, or the trace's own name. Used in reports and when
+    /// writing traces, so seeded runs produce identical traces.
+    fn obj_label(&self, obj: ObjId) -> String {
+        format!("o{}", obj.0)
+    }
     /// The live heap, if there is one (not for offline traces).
     fn heap(&self) -> Option<&dyn HeapView> {
         None
