@@ -538,7 +538,7 @@ impl Program {
         let f = self.func(id);
         format!("{}.{}", self.class(f.class).name, f.name)
     }
-    /// `file:line:col` of a site ("<unknown>" for site 0).
+    /// `file:line:col` of a site (`"<unknown>"` for site 0).
     pub fn site_string(&self, id: SiteId) -> String {
         if id.0 == 0 || id.index() >= self.sites.len() {
             return "<unknown>".to_string();
