@@ -124,6 +124,13 @@ impl Chain {
         self.new_cx(0, Clocks::initial(0))
     }
 
+    /// The context of a thread that starts without a `Fork` (a trace thread that is
+    /// never forked: RAPID starts such threads implicitly, unordered with the others).
+    /// The producer then delivers its `ThreadStart`.
+    pub fn root_thread(&self, tid: Tid) -> ThreadCx {
+        self.new_cx(tid, Clocks::initial(tid))
+    }
+
     /// Deliver `Fork` for `parent` and return the child's context, which the producer
     /// hands to the child thread (the child then delivers its own `ThreadStart`).
     pub fn fork(

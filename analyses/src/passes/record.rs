@@ -1,0 +1,95 @@
+//! `record`: writes every event it sees to `--record FILE.std` in RAPID's STD format
+//! plus capvm's extension (see [`crate::trace`]). The command line puts it first in
+//! the chain so it sees the unfiltered trace; it forwards everything.
+//!
+//! Concurrency: one [`StdWriter`] behind a mutex. The producer delivers a
+//! synchronization event before any event it happens-before (see `crate::chain`), so
+//! the order in which threads take the mutex is a valid trace; writing under the
+//! mutex keeps that order in the file.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::chain::{ChainError, Shared};
+use crate::env::Env;
+use crate::event::Event;
+use crate::pass::{Flow, Local, Pass};
+use crate::thread::ThreadState;
+use crate::trace::StdWriter;
+
+struct Inner {
+    writer: StdWriter<BufWriter<File>>,
+    /// The first I/O error; later events are not written.
+    error: Option<String>,
+}
+
+pub struct Record {
+    env: Arc<dyn Env>,
+    path: String,
+    inner: Mutex<Inner>,
+}
+
+impl Record {
+    pub fn new(shared: &Arc<Shared>) -> Result<Record, ChainError> {
+        let Some(path) = shared.options.record_path.clone() else {
+            return Err(ChainError(
+                "analysis `record` needs a file (--record FILE.std)".into(),
+            ));
+        };
+        let shown = path.display().to_string();
+        let file =
+            File::create(&path).map_err(|e| ChainError(format!("cannot create {shown}: {e}")))?;
+        let writer = StdWriter::new(BufWriter::new(file))
+            .map_err(|e| ChainError(format!("cannot write {shown}: {e}")))?;
+        Ok(Record {
+            env: shared.env.clone(),
+            path: shown,
+            inner: Mutex::new(Inner {
+                writer,
+                error: None,
+            }),
+        })
+    }
+
+    fn write(&self, ev: &Event<'_>) {
+        let mut inner = self.inner.lock();
+        if inner.error.is_some() {
+            return;
+        }
+        if let Err(e) = inner.writer.write_event(self.env.as_ref(), ev) {
+            inner.error = Some(format!("{}: {e}", self.path));
+        }
+    }
+
+    /// The first write error, if any (also printed by `finish`).
+    pub fn error(&self) -> Option<String> {
+        self.inner.lock().error.clone()
+    }
+}
+
+impl Pass for Record {
+    fn name(&self) -> &'static str {
+        "record"
+    }
+    fn access(&self, _t: &ThreadState, _local: &mut Local, ev: &Event<'_>) -> Flow {
+        self.write(ev);
+        Flow::Forward
+    }
+    fn event(&self, _t: &ThreadState, _local: &mut Local, ev: &Event<'_>) {
+        self.write(ev);
+    }
+    fn finish(&self) {
+        let mut inner = self.inner.lock();
+        if let Err(e) = inner.writer.flush()
+            && inner.error.is_none()
+        {
+            inner.error = Some(format!("{}: {e}", self.path));
+        }
+        if let Some(e) = &inner.error {
+            eprintln!("capvm: error writing the trace: {e}");
+        }
+    }
+}

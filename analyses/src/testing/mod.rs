@@ -1,0 +1,42 @@
+//! Generators for property tests and fuzzing (feature `testing`).
+
+mod eager_goldilocks;
+mod generate;
+pub mod oracle_atomicity;
+pub mod oracle_singletrack;
+
+pub use eager_goldilocks::eager_goldilocks;
+pub use generate::{GenConfig, gen_from_bytes, gen_trace};
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::chain::Chain;
+
+/// The trace events (`Warning::event`) each location was flagged at by `analysis`,
+/// keyed by the location's name (collected from the chain's reporter; warnings are
+/// folded by sites, so this is exact when every event has its own site, as in
+/// generated traces and `shared/traces`).
+pub fn flagged(chain: &Chain, analysis: &str) -> BTreeMap<String, BTreeSet<u64>> {
+    let env = chain.shared.env.clone();
+    let mut out: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    for r in chain.warnings() {
+        let w = &r.warning;
+        if w.analysis != analysis {
+            continue;
+        }
+        if let (Some(loc), Some(ev)) = (w.loc, w.event) {
+            out.entry(env.loc_name(loc).to_string())
+                .or_default()
+                .insert(ev);
+        }
+    }
+    out
+}
+
+/// The first flagged event per location.
+pub fn first_flagged(chain: &Chain, analysis: &str) -> BTreeMap<String, u64> {
+    flagged(chain, analysis)
+        .into_iter()
+        .filter_map(|(k, v)| v.first().map(|e| (k, *e)))
+        .collect()
+}
