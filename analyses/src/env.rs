@@ -55,6 +55,10 @@ pub trait Env: Send + Sync {
     fn is_capsule_class(&self, _class: u32) -> bool {
         false
     }
+    /// The source name of a class (capsule violations name it in `extra["class"]`).
+    fn class_name(&self, class: u32) -> String {
+        format!("class#{class}")
+    }
 }
 
 /// The live heap as the escape and capsule filters see it.
@@ -68,6 +72,27 @@ pub trait HeapView: Send + Sync {
     /// Atomically set the object's "shared" header bit; true if it was not set before.
     fn mark_shared(&self, obj: ObjId) -> bool;
     fn is_shared(&self, obj: ObjId) -> bool;
+    /// Whether `obj` is the block of static fields (`Loc::obj` of every static).
+    /// Statics are shared by every thread: the `escape` and `capsule` filters check
+    /// every static access and leak every reference written to one. Every heap with
+    /// statics must implement this: with the default (`false`) static accesses would
+    /// be filtered as thread-local.
+    fn is_statics(&self, _obj: ObjId) -> bool {
+        false
+    }
+    /// Whether the heap keeps the `capsule` filter's own "capsule-shared" header bit
+    /// (the VM: bit 41). Without it the `capsule` filter treats every non-capsule
+    /// object as capsule-shared (it still filters capsule accesses).
+    fn has_capsule_bit(&self) -> bool {
+        false
+    }
+    /// Atomically set the "capsule-shared" bit; true if it was not set before.
+    fn mark_capsule_shared(&self, _obj: ObjId) -> bool {
+        false
+    }
+    fn is_capsule_shared(&self, _obj: ObjId) -> bool {
+        false
+    }
 }
 
 /// An [`Env`] that knows nothing (for unit tests): sites print as `#N`, locations as

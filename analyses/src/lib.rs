@@ -13,11 +13,16 @@ pub mod clocks;
 pub mod ctx;
 pub mod env;
 pub mod event;
+pub mod filterstats;
 pub mod pass;
 pub mod passes;
 pub mod report;
 pub mod stats;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod thread;
+pub mod trace;
+pub mod txgraph;
 pub mod vc;
 
 pub use chain::{Chain, ChainError, ChainOptions, Shared};

@@ -1,0 +1,446 @@
+//! Location categories of the filters (Rhodes thesis Table 5.1) and the filtered
+//! fraction of locations (Table 5.2), shared by the `escape` and `capsule` passes and
+//! by `capvm bench`.
+//!
+//! A *location* is, as in the thesis, a program location: an access site. Every
+//! access a filter sees is classified at the moment it happens:
+//! - `Capsule`: a field of a capsule, accessed by the capsule itself (filtered);
+//! - `Local`: a capsule-local (capsule pass) or thread-local (escape pass) target
+//!   that is not a capsule: capsule-protected, filtered;
+//! - `Shared`: a shared target (or a static), checked, with its *owner* (the executing
+//!   capsule, or the thread when no capsule method is running).
+//!
+//! A site's category follows from all its accesses ([`SiteRecord::category`]):
+//! only `Capsule` → Capsule; only local (`Local`, possibly with `Capsule`) →
+//! Capsule-Protected; only `Shared` → Single-Capsule-Access if one owner made all of
+//! them, else Read-Shared if at most one of them was a write, else Other; local and
+//! shared accesses both → Mixed. Capsule and Capsule-Protected are the filterable
+//! categories (Table 5.2).
+//!
+//! Sites are also grouped by the location they access (`Class.field`, or `T[]` for
+//! every array of element type `T`: a typed site always accesses one field or one
+//! array type) and by class, giving the per-field and per-class views. Sites accessing
+//! statics are reported apart (every static access is checked).
+//!
+//! Each thread fills its own [`SiteTable`] (no shared cache line on the hot path); the
+//! pass merges it into the run's table when the thread ends.
+
+use std::collections::BTreeMap;
+
+use hashbrown::HashMap;
+
+use crate::env::Env;
+use crate::event::{Loc, SiteId, Tid};
+
+/// How one access was classified by a filter.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum AccessClass {
+    Capsule,
+    Local,
+    Shared,
+}
+
+/// What a location holds.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum LocKind {
+    Field,
+    Array,
+    Static,
+}
+
+impl LocKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocKind::Field => "object",
+            LocKind::Array => "array",
+            LocKind::Static => "static",
+        }
+    }
+}
+
+/// Table 5.1's categories.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Category {
+    Capsule,
+    CapsuleProtected,
+    SingleCapsuleAccess,
+    ReadShared,
+    Other,
+    Mixed,
+}
+
+impl Category {
+    pub const ALL: [Category; 6] = [
+        Category::Capsule,
+        Category::CapsuleProtected,
+        Category::SingleCapsuleAccess,
+        Category::ReadShared,
+        Category::Other,
+        Category::Mixed,
+    ];
+    /// Capsule and capsule-protected locations are race free and filtered (Table 5.2).
+    pub fn is_filtered(self) -> bool {
+        matches!(self, Category::Capsule | Category::CapsuleProtected)
+    }
+    /// The thesis's name (`Capsule-Protected`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Capsule => "Capsule",
+            Category::CapsuleProtected => "Capsule-Protected",
+            Category::SingleCapsuleAccess => "Single-Capsule-Access",
+            Category::ReadShared => "Read-Shared",
+            Category::Other => "Other",
+            Category::Mixed => "Mixed",
+        }
+    }
+    /// The name for the `escape` pass, whose owners are threads.
+    pub fn thread_name(self) -> &'static str {
+        match self {
+            Category::Capsule => "Capsule",
+            Category::CapsuleProtected => "Thread-Local",
+            Category::SingleCapsuleAccess => "Single-Thread-Access",
+            Category::ReadShared => "Read-Shared",
+            Category::Other => "Other",
+            Category::Mixed => "Mixed",
+        }
+    }
+}
+
+/// Who performed an access: a capsule (its object) or a thread.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Owner {
+    Thread(Tid),
+    Capsule(u64),
+}
+
+/// Everything recorded about one site (or a group of sites).
+#[derive(Clone, Debug)]
+pub struct SiteRecord {
+    pub kind: LocKind,
+    /// One location the site accessed, to name it (`Env::loc_name`).
+    pub rep: Loc,
+    pub capsule: u64,
+    pub local: u64,
+    pub shared: u64,
+    pub shared_writes: u64,
+    /// The owner of the shared accesses, while there is only one.
+    pub owner: Option<Owner>,
+    pub many_owners: bool,
+}
+
+impl SiteRecord {
+    pub fn new(kind: LocKind, rep: Loc) -> Self {
+        SiteRecord {
+            kind,
+            rep,
+            capsule: 0,
+            local: 0,
+            shared: 0,
+            shared_writes: 0,
+            owner: None,
+            many_owners: false,
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, class: AccessClass, owner: Owner, is_write: bool) {
+        match class {
+            AccessClass::Capsule => self.capsule += 1,
+            AccessClass::Local => self.local += 1,
+            AccessClass::Shared => {
+                self.shared += 1;
+                self.shared_writes += is_write as u64;
+                self.add_owner(owner);
+            }
+        }
+    }
+
+    fn add_owner(&mut self, owner: Owner) {
+        match self.owner {
+            None if !self.many_owners => self.owner = Some(owner),
+            Some(o) if o != owner => {
+                self.owner = None;
+                self.many_owners = true;
+            }
+            _ => {}
+        }
+    }
+
+    pub fn merge(&mut self, other: &SiteRecord) {
+        self.capsule += other.capsule;
+        self.local += other.local;
+        self.shared += other.shared;
+        self.shared_writes += other.shared_writes;
+        if other.many_owners {
+            self.owner = None;
+            self.many_owners = true;
+        } else if let Some(o) = other.owner {
+            self.add_owner(o);
+        }
+    }
+
+    pub fn accesses(&self) -> u64 {
+        self.capsule + self.local + self.shared
+    }
+
+    /// Table 5.1 (see the module doc for the precedence).
+    pub fn category(&self) -> Category {
+        let local = self.capsule + self.local;
+        match (local > 0, self.shared > 0) {
+            (true, true) => Category::Mixed,
+            (true, false) if self.local == 0 => Category::Capsule,
+            (true, false) => Category::CapsuleProtected,
+            _ if !self.many_owners => Category::SingleCapsuleAccess,
+            _ if self.shared_writes <= 1 => Category::ReadShared,
+            _ => Category::Other,
+        }
+    }
+}
+
+/// Per-site records of one thread or of the whole run.
+#[derive(Default, Clone, Debug)]
+pub struct SiteTable {
+    pub sites: HashMap<SiteId, SiteRecord>,
+}
+
+impl SiteTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Record one access at `site` to `loc`; `kind` is asked only for a new site.
+    #[inline]
+    pub fn record(
+        &mut self,
+        site: SiteId,
+        loc: Loc,
+        kind: impl FnOnce() -> LocKind,
+        class: AccessClass,
+        owner: Owner,
+        is_write: bool,
+    ) {
+        self.sites
+            .entry(site)
+            .or_insert_with(|| SiteRecord::new(kind(), loc))
+            .record(class, owner, is_write);
+    }
+
+    /// Move everything of `other` into `self`.
+    pub fn absorb(&mut self, other: &mut SiteTable) {
+        for (site, rec) in other.sites.drain() {
+            match self.sites.get_mut(&site) {
+                Some(r) => r.merge(&rec),
+                None => {
+                    self.sites.insert(site, rec);
+                }
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sites.is_empty()
+    }
+
+    /// Category of every site.
+    pub fn site_categories(&self) -> Vec<(SiteId, LocKind, Category)> {
+        let mut v: Vec<_> = self
+            .sites
+            .iter()
+            .map(|(s, r)| (*s, r.kind, r.category()))
+            .collect();
+        v.sort_by_key(|(s, _, _)| *s);
+        v
+    }
+
+    /// Sites grouped by the location they access (`Class.field`, `T[]`, a static's
+    /// name), by name.
+    pub fn by_location(&self, env: &dyn Env) -> BTreeMap<String, SiteRecord> {
+        let mut out: BTreeMap<String, SiteRecord> = BTreeMap::new();
+        for rec in self.sites.values() {
+            let name = env.loc_name(rec.rep).name;
+            match out.get_mut(&name) {
+                Some(r) => r.merge(rec),
+                None => {
+                    out.insert(name, rec.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The statistics object of a filter pass: per kind, the fraction of sites in
+    /// each category (Table 5.1) and the filtered fraction (Table 5.2), the same for
+    /// locations (`Class.field` / `T[]`) and for classes, and the category of every
+    /// location. `thread_owned` selects the `escape` pass's names.
+    pub fn to_json(&self, env: &dyn Env, thread_owned: bool) -> serde_json::Value {
+        let name = |c: Category| {
+            if thread_owned {
+                c.thread_name()
+            } else {
+                c.name()
+            }
+        };
+        let site_cats = self.site_categories();
+        let sites = summary(site_cats.iter().map(|(_, k, c)| (*k, *c)), &name);
+
+        let locs = self.by_location(env);
+        let loc_cats = locs.values().map(|r| (r.kind, r.category()));
+        let locations = summary(loc_cats, &name);
+
+        // Classes: the fields of one class together (arrays and statics excluded).
+        let mut classes: BTreeMap<String, SiteRecord> = BTreeMap::new();
+        for (lname, rec) in &locs {
+            if rec.kind != LocKind::Field {
+                continue;
+            }
+            let class = lname.split('.').next().unwrap_or(lname).to_string();
+            match classes.get_mut(&class) {
+                Some(r) => r.merge(rec),
+                None => {
+                    classes.insert(class, rec.clone());
+                }
+            }
+        }
+        let mut class_json = serde_json::Map::new();
+        let mut class_filtered = 0u64;
+        for (c, r) in &classes {
+            let cat = r.category();
+            class_filtered += cat.is_filtered() as u64;
+            class_json.insert(c.clone(), name(cat).into());
+        }
+        let class_total = classes.len() as u64;
+
+        let mut per_loc = serde_json::Map::new();
+        for (l, r) in &locs {
+            per_loc.insert(
+                l.clone(),
+                serde_json::json!({
+                    "kind": r.kind.as_str(),
+                    "category": name(r.category()),
+                    "accesses": r.accesses(),
+                }),
+            );
+        }
+        serde_json::json!({
+            "sites": sites,
+            "locations": locations,
+            "classes": {
+                "total": class_total,
+                "filtered": fraction(class_filtered, class_total),
+                "category": class_json,
+            },
+            "location_category": per_loc,
+        })
+    }
+}
+
+fn fraction(n: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        ((n as f64 / total as f64) * 1000.0).round() / 1000.0
+    }
+}
+
+/// Per kind: total, filtered fraction, and the fraction in each category.
+fn summary(
+    cats: impl Iterator<Item = (LocKind, Category)>,
+    name: &dyn Fn(Category) -> &'static str,
+) -> serde_json::Value {
+    let mut counts: BTreeMap<LocKind, [u64; 6]> = BTreeMap::new();
+    for (k, c) in cats {
+        let i = Category::ALL.iter().position(|x| *x == c).unwrap_or(0);
+        counts.entry(k).or_default()[i] += 1;
+    }
+    let mut out = serde_json::Map::new();
+    for (k, row) in counts {
+        let total: u64 = row.iter().sum();
+        let filtered: u64 = Category::ALL
+            .iter()
+            .zip(row.iter())
+            .filter(|(c, _)| c.is_filtered())
+            .map(|(_, n)| *n)
+            .sum();
+        let mut cat = serde_json::Map::new();
+        for (c, n) in Category::ALL.iter().zip(row.iter()) {
+            cat.insert(name(*c).to_string(), fraction(*n, total).into());
+        }
+        out.insert(
+            k.as_str().to_string(),
+            serde_json::json!({
+                "total": total,
+                "filtered": fraction(filtered, total),
+                "categories": cat,
+            }),
+        );
+    }
+    serde_json::Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::ObjId;
+
+    fn rec(events: &[(AccessClass, Owner, bool)]) -> Category {
+        let mut r = SiteRecord::new(
+            LocKind::Field,
+            Loc {
+                obj: ObjId(8),
+                slot: 0,
+            },
+        );
+        for (c, o, w) in events {
+            r.record(*c, *o, *w);
+        }
+        r.category()
+    }
+
+    #[test]
+    fn categories_follow_table_5_1() {
+        use AccessClass::*;
+        let t0 = Owner::Thread(0);
+        let t1 = Owner::Thread(1);
+        let k = Owner::Capsule(64);
+        assert_eq!(rec(&[(Capsule, k, true)]), Category::Capsule);
+        assert_eq!(
+            rec(&[(Local, t0, true), (Capsule, k, false)]),
+            Category::CapsuleProtected
+        );
+        assert_eq!(
+            rec(&[(Shared, k, true), (Shared, k, true)]),
+            Category::SingleCapsuleAccess
+        );
+        assert_eq!(
+            rec(&[(Shared, t0, true), (Shared, t1, false), (Shared, k, false)]),
+            Category::ReadShared
+        );
+        assert_eq!(
+            rec(&[(Shared, t0, true), (Shared, t1, true)]),
+            Category::Other
+        );
+        assert_eq!(
+            rec(&[(Local, t0, true), (Shared, t0, false)]),
+            Category::Mixed
+        );
+    }
+
+    #[test]
+    fn merge_keeps_owner_distinctness() {
+        let loc = Loc {
+            obj: ObjId(8),
+            slot: 0,
+        };
+        let mut a = SiteRecord::new(LocKind::Field, loc);
+        a.record(AccessClass::Shared, Owner::Thread(0), true);
+        let mut b = SiteRecord::new(LocKind::Field, loc);
+        b.record(AccessClass::Shared, Owner::Thread(0), true);
+        let mut c = a.clone();
+        c.merge(&b);
+        assert_eq!(c.category(), Category::SingleCapsuleAccess);
+        let mut d = SiteRecord::new(LocKind::Field, loc);
+        d.record(AccessClass::Shared, Owner::Thread(2), true);
+        c.merge(&d);
+        assert_eq!(c.category(), Category::Other);
+    }
+}

@@ -1,0 +1,71 @@
+//! Per-thread call frames as the `capsule` pass needs them: the class of every
+//! running method (encapsulation: whose code accesses a field) and which frames are
+//! capsule method calls (the executor is the innermost one, thesis §5.3.2).
+
+use crate::event::{MethodId, ObjId};
+
+#[derive(Copy, Clone, Debug)]
+pub struct Frame {
+    pub method: MethodId,
+    /// The class declaring the method.
+    pub class: u32,
+    /// The capsule whose method this is (receiver of a capsule class).
+    pub capsule: Option<ObjId>,
+    /// The lazy synchronization check was done in this call.
+    pub checked: bool,
+    /// This call holds the capsule (the check made it the occupant).
+    pub holds: bool,
+}
+
+#[derive(Default)]
+pub struct Frames {
+    frames: Vec<Frame>,
+    /// Indices into `frames` of the capsule calls, innermost last.
+    caps: Vec<usize>,
+}
+
+impl Frames {
+    pub fn push(&mut self, f: Frame) {
+        if f.capsule.is_some() {
+            self.caps.push(self.frames.len());
+        }
+        self.frames.push(f);
+    }
+
+    pub fn pop(&mut self) -> Option<Frame> {
+        let f = self.frames.pop()?;
+        if f.capsule.is_some() {
+            self.caps.pop();
+        }
+        Some(f)
+    }
+
+    /// The innermost running method.
+    pub fn current(&self) -> Option<&Frame> {
+        self.frames.last()
+    }
+
+    /// The executor: index of the innermost capsule call whose capsule `live` accepts
+    /// (demoted classes are skipped).
+    pub fn executor(&self, live: impl Fn(&Frame) -> bool) -> Option<usize> {
+        self.caps
+            .iter()
+            .rev()
+            .copied()
+            .find(|&i| live(&self.frames[i]))
+    }
+
+    /// The capsule calls, outermost first.
+    pub fn capsule_calls_mut(&mut self) -> impl Iterator<Item = &mut Frame> {
+        let frames = &mut self.frames;
+        frames.iter_mut().filter(|f| f.capsule.is_some())
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> &mut Frame {
+        &mut self.frames[i]
+    }
+
+    pub fn get(&self, i: usize) -> &Frame {
+        &self.frames[i]
+    }
+}

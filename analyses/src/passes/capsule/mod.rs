@@ -1,0 +1,608 @@
+//! `capsule`: capsule filtering by accessibility and capsule detection (Rhodes thesis
+//! ch. 5, Figs. 5.6–5.9).
+//!
+//! # Filtering (Fig. 5.6)
+//! G = the *capsule-shared* objects, accessible by more than one owner (a capsule or
+//! a thread); one header bit per object ([`HeapView::mark_capsule_shared`], the VM's
+//! bit 41). Accessibility is reachability that stops at capsules (Fig. 5.7's `leak`).
+//! - `Read`/`Write` of a field of a capsule k by k itself (the executor, i.e. the
+//!   innermost capsule call of the thread, has receiver k, and the running method is
+//!   of k's class): a *capsule access*, filtered.
+//! - `Read`/`Write` of a non-capsule p ∉ G: *capsule-protected*, filtered.
+//! - p ∈ G, or a static: forwarded; a written reference leaks (accessible(v) joins G).
+//! - `Enter` of a capsule method leaks the arguments, its `Exit` the return value,
+//!   `Fork` the handed objects, a volatile write into p ∈ G or a static its value.
+//! - synchronization events are never dropped.
+//!
+//! # Detection (§5.2.2, Figs. 5.8, 5.9)
+//! - Encapsulation: an access (plain or volatile) to a field of a capsule k that is not
+//!   a capsule access is a violation.
+//! - Synchronization, checked lazily at the first access in a capsule call that relies
+//!   on the capsule (a capsule access, or a capsule-protected access while k is the
+//!   executor), so helper methods that touch no state may be unsynchronized: the
+//!   capsule's single epoch must be "free" (no other thread inside) and its last exit
+//!   `c@u` must happen before the thread's Java happens-before clock
+//!   (`ThreadState::vc`, `c <= C_t[u]`). Then the thread is inside until that call
+//!   exits, which records `C_t[t]@t`. Calls that accessed no state record nothing.
+//!
+//! # Calls that release a monitor
+//! A thread that releases a monitor while inside a capsule call (typically `wait` in a
+//! synchronized capsule method, a bounded buffer's `get`) leaves the capsule at that
+//! point as if the call had exited — the release records `C_t[t]@t` as the last exit —
+//! and the next state access of the call checks again. The property checked is the one
+//! the filter relies on: the capsule's state accesses are totally ordered by
+//! happens-before, segment after segment. The thesis's occupancy rule ("no other thread
+//! inside") would report the waiting thread; splitting calls at releases never reports
+//! more than it does, only the interleavings that are ordered through the monitor.
+//!
+//! A violation is a `capsule-violation` warning naming the class (`extra["class"]`),
+//! the property (`extra["property"]`, and the message), the access and the earlier
+//! operation it conflicts with. The violating access is forwarded unfiltered.
+//!
+//! # After a violation
+//! A run with a violation is inconclusive (thesis §5.2.2): accesses filtered before it
+//! on the strength of the broken property are gone and cannot be re-checked, so a race
+//! with them may be missed. To keep the rest of the run as precise as possible the
+//! class is demoted for the remainder of the run: its objects are no longer capsules
+//! (their fields are checked, walks go through them), and each object of the class is
+//! leaked when it is next accessed (it and what is accessible from it become
+//! capsule-shared), because a demoted object and the objects it protected were never
+//! in G. Filtering never invents a race: every race reported is real.
+//! `capvm infer-capsules` demotes the class for the next run, which is then precise.
+//!
+//! # Concurrency
+//! Per-thread: the frame stack ([`frames`]) and this thread's location records.
+//! Shared: the G bit in the object header (atomic, marked before the store becomes
+//! visible, as for `escape`), the class table (atomics; demotion is one store),
+//! and per-capsule epochs in sharded mutex-protected maps ([`epochs`]), touched once
+//! per capsule call that accesses state and once at its exit.
+//!
+//! # Chaining with `escape`
+//! Each filter must account for every reference write into a member of its own set.
+//! `escape` forwards a reference write into a thread-local but capsule-shared target
+//! (see its module doc); `capsule`, when it drops a reference write into an escaped
+//! target (a capsule access, or a capsule-protected object reachable by several
+//! threads), leaks the value in `escape`'s bit itself before dropping it — a no-op in
+//! the default order `escape:capsule`, and what keeps `capsule:escape` precise. When
+//! `capsule` runs after `escape` it does not see accesses `escape` drops (thread-local
+//! objects): their detection checks are skipped, which is harmless for precision since
+//! such accesses cannot take part in the first race.
+//!
+//! Without a live heap (offline traces) the pass forwards every access; with a heap
+//! that has no capsule bit it treats every non-capsule object as capsule-shared.
+
+pub mod classes;
+pub mod epochs;
+pub mod frames;
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::chain::Shared;
+use crate::env::HeapView;
+use crate::event::{Event, EventKind, Loc, ObjId};
+use crate::filterstats::{AccessClass, Owner, SiteTable};
+use crate::pass::{Flow, Local, Pass};
+use crate::passes::escape::leak::{self, Bit};
+use crate::passes::escape::loc_kind;
+use crate::report::{AccessInfo, Warning, WarningKind};
+use crate::thread::ThreadState;
+
+use classes::{ClassTable, Status};
+use epochs::{EpochTable, Mark, SyncError};
+use frames::{Frame, Frames};
+
+/// Which capsule property broke.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Property {
+    Encapsulation,
+    Synchronization,
+}
+
+impl Property {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Property::Encapsulation => "encapsulation",
+            Property::Synchronization => "synchronization",
+        }
+    }
+}
+
+/// A plain access: where, the reference written (if any), read or write.
+#[derive(Copy, Clone)]
+struct Access {
+    loc: Loc,
+    value: Option<ObjId>,
+    is_write: bool,
+}
+
+/// A broken property, as found: the class, which property, the earlier operation it
+/// conflicts with (and how to name it), and the explanation.
+struct Breach {
+    class: u32,
+    property: Property,
+    earlier: Option<(Mark, &'static str)>,
+    message: String,
+}
+
+/// One demotion of this run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub class: u32,
+    pub class_name: String,
+    pub property: Property,
+}
+
+#[derive(Default)]
+struct CapsuleLocal {
+    frames: Frames,
+    work: Vec<ObjId>,
+    sites: SiteTable,
+}
+
+pub struct Capsule {
+    shared: Arc<Shared>,
+    classes: ClassTable,
+    epochs: EpochTable,
+    violations: Mutex<Vec<Violation>>,
+    sites: Mutex<SiteTable>,
+}
+
+fn local_of(local: &mut Local) -> Option<&mut CapsuleLocal> {
+    local.downcast_mut::<CapsuleLocal>()
+}
+
+/// What the access does, for reports.
+fn op_name(kind: &EventKind<'_>) -> &'static str {
+    match kind {
+        EventKind::Read { .. } => "read",
+        EventKind::Write { .. } => "write",
+        EventKind::VolatileRead { .. } => "volatile read",
+        EventKind::VolatileWrite { .. } => "volatile write",
+        _ => "access",
+    }
+}
+
+impl Capsule {
+    pub fn new(shared: &Arc<Shared>) -> Self {
+        Capsule {
+            shared: shared.clone(),
+            classes: ClassTable::new(),
+            epochs: EpochTable::new(),
+            violations: Mutex::new(Vec::new()),
+            sites: Mutex::new(SiteTable::new()),
+        }
+    }
+
+    /// The classes demoted in this run, with the property that broke (first one per
+    /// class). `capvm infer-capsules` iterates on this.
+    pub fn violations(&self) -> Vec<Violation> {
+        self.violations.lock().clone()
+    }
+
+    /// Per-site records of the threads that have ended.
+    pub fn site_table(&self) -> SiteTable {
+        self.sites.lock().clone()
+    }
+
+    fn status(&self, class: u32) -> Status {
+        self.classes.status(self.shared.env.as_ref(), class)
+    }
+
+    /// `obj` is a capsule: an object of a (not demoted) capsule class.
+    fn is_capsule(&self, heap: &dyn HeapView, obj: ObjId) -> bool {
+        heap.class_of(obj)
+            .is_some_and(|c| self.status(c) == Status::Capsule)
+    }
+
+    /// p ∈ G (everything is, if the heap has no capsule bit).
+    fn in_g(heap: &dyn HeapView, obj: ObjId) -> bool {
+        !heap.has_capsule_bit() || heap.is_capsule_shared(obj) || heap.is_statics(obj)
+    }
+
+    /// Fig. 5.7: G := G ∪ accessible(roots).
+    fn leak(&self, heap: &dyn HeapView, roots: &[ObjId], work: &mut Vec<ObjId>) {
+        if !heap.has_capsule_bit() || roots.is_empty() {
+            return;
+        }
+        let stop = |o: ObjId| heap.is_statics(o) || self.is_capsule(heap, o);
+        leak::leak(heap, Bit::CapsuleShared, roots, &stop, work);
+    }
+
+    /// The executor's frame index (innermost call of a live capsule).
+    fn executor(&self, l: &CapsuleLocal) -> Option<usize> {
+        l.frames
+            .executor(|f| self.status(f.class) == Status::Capsule)
+    }
+
+    fn owner(&self, t: &ThreadState, l: &CapsuleLocal) -> Owner {
+        match self.executor(l) {
+            Some(i) => Owner::Capsule(l.frames.get(i).capsule.map_or(0, |k| k.0)),
+            None => Owner::Thread(t.tid),
+        }
+    }
+
+    /// The lazy synchronization check for the capsule call at frame `i`.
+    fn sync_check(
+        &self,
+        t: &ThreadState,
+        l: &mut CapsuleLocal,
+        i: usize,
+        ev: &Event<'_>,
+    ) -> Result<(), SyncError> {
+        let f = l.frames.get_mut(i);
+        if f.checked {
+            return Ok(());
+        }
+        let Some(k) = f.capsule else {
+            return Ok(());
+        };
+        f.checked = true;
+        let at = Mark {
+            tid: t.tid,
+            site: ev.site,
+            ctx: t.ctx,
+            event: ev.index,
+        };
+        f.holds = self.epochs.enter(k, t, at)?;
+        Ok(())
+    }
+
+    /// Report a violation (once per class) and demote the class.
+    fn violation(&self, t: &ThreadState, ev: &Event<'_>, loc: Loc, b: Breach) {
+        let Breach {
+            class,
+            property,
+            earlier,
+            message,
+        } = b;
+        if !self.classes.demote(class) {
+            return;
+        }
+        let env = self.shared.env.as_ref();
+        let class_name = env.class_name(class);
+        let mut w = Warning::new(WarningKind::CapsuleViolation, "capsule");
+        w.loc = Some(loc);
+        let event = (ev.index != 0).then_some(ev.index);
+        if let Some((m, op)) = earlier {
+            w.accesses.push(AccessInfo {
+                tid: m.tid,
+                op: op.to_string(),
+                site: m.site,
+                ctx: m.ctx,
+                event: (m.event != 0).then_some(m.event),
+            });
+        }
+        w.accesses.push(AccessInfo {
+            tid: t.tid,
+            op: op_name(&ev.kind).to_string(),
+            site: ev.site,
+            ctx: t.ctx,
+            event,
+        });
+        w.event = event;
+        w.message = format!("{}: {message}", property.as_str());
+        w.extra.insert("class".into(), class_name.clone().into());
+        w.extra.insert("property".into(), property.as_str().into());
+        self.shared.reporter.report(w);
+        self.violations.lock().push(Violation {
+            class,
+            class_name,
+            property,
+        });
+    }
+
+    fn sync_violation(
+        &self,
+        t: &ThreadState,
+        ev: &Event<'_>,
+        loc: Loc,
+        class: u32,
+        err: SyncError,
+    ) {
+        let name = self.shared.env.class_name(class);
+        let (earlier, message) = match err {
+            SyncError::Occupied(m) => (
+                (m, "inside"),
+                format!(
+                    "thread T{} accesses the state of a `{name}` capsule while thread T{} is inside it",
+                    t.tid, m.tid
+                ),
+            ),
+            SyncError::Unordered(m) => (
+                (m, "exit"),
+                format!(
+                    "the last exit of thread T{} from a `{name}` capsule does not happen before thread T{} enters it",
+                    m.tid, t.tid
+                ),
+            ),
+        };
+        let b = Breach {
+            class,
+            property: Property::Synchronization,
+            earlier: Some(earlier),
+            message,
+        };
+        self.violation(t, ev, loc, b);
+    }
+
+    /// Encapsulation check for an access to a field of capsule `k` of class `c`: true
+    /// if it is a capsule access (the executor is k, running code of class c).
+    fn is_capsule_access(&self, l: &CapsuleLocal, k: ObjId, c: u32) -> Option<usize> {
+        let i = self.executor(l)?;
+        let ok =
+            l.frames.get(i).capsule == Some(k) && l.frames.current().map(|f| f.class) == Some(c);
+        ok.then_some(i)
+    }
+
+    fn encapsulation_violation(
+        &self,
+        t: &ThreadState,
+        l: &CapsuleLocal,
+        ev: &Event<'_>,
+        loc: Loc,
+        class: u32,
+    ) {
+        let env = self.shared.env.as_ref();
+        let name = env.class_name(class);
+        let by = match l.frames.current() {
+            Some(f) => format!("code of `{}`", env.method_name(f.method)),
+            None => "code outside any method".to_string(),
+        };
+        let message = format!(
+            "a field of a `{name}` capsule is accessed by {by}, not by a method of `{name}` running on that object"
+        );
+        let earlier = self.epochs.last_entry(loc.obj).map(|m| (m, "inside"));
+        let b = Breach {
+            class,
+            property: Property::Encapsulation,
+            earlier,
+            message,
+        };
+        self.violation(t, ev, loc, b);
+    }
+
+    /// Forward a shared access: a written reference leaks.
+    fn shared_access(
+        &self,
+        heap: &dyn HeapView,
+        t: &ThreadState,
+        l: &mut CapsuleLocal,
+        ev: &Event<'_>,
+        a: Access,
+    ) -> Flow {
+        let Access {
+            loc,
+            value,
+            is_write,
+        } = a;
+        if let Some(v) = value {
+            self.leak(heap, &[v], &mut l.work);
+        }
+        let owner = self.owner(t, l);
+        l.sites.record(
+            ev.site,
+            loc,
+            || loc_kind(heap, loc),
+            AccessClass::Shared,
+            owner,
+            is_write,
+        );
+        Flow::Forward
+    }
+
+    /// Drop a filtered access (capsule or capsule-protected). A reference written into
+    /// an escaped object is first leaked in `escape`'s bit, on behalf of an `escape`
+    /// pass later in the chain that will not see this write (a no-op when `escape`
+    /// ran first: it already leaked it).
+    fn filtered(
+        heap: &dyn HeapView,
+        loc: Loc,
+        value: Option<ObjId>,
+        work: &mut Vec<ObjId>,
+    ) -> Flow {
+        if let Some(v) = value
+            && heap.is_shared(loc.obj)
+        {
+            crate::passes::escape::Escape::leak(heap, &[v], work);
+        }
+        Flow::Drop
+    }
+}
+
+impl Pass for Capsule {
+    fn name(&self) -> &'static str {
+        "capsule"
+    }
+
+    fn thread_local(&self) -> Box<Local> {
+        Box::new(CapsuleLocal::default())
+    }
+
+    fn access(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) -> Flow {
+        let Some(heap) = self.shared.env.heap() else {
+            return Flow::Forward;
+        };
+        let Some(l) = local_of(local) else {
+            return Flow::Forward;
+        };
+        let (loc, value, is_write) = match ev.kind {
+            EventKind::Read { loc } => (loc, None, false),
+            EventKind::Write { loc, value } => (loc, value, true),
+            _ => return Flow::Forward,
+        };
+        let acc = Access {
+            loc,
+            value,
+            is_write,
+        };
+        let obj = loc.obj;
+        if heap.is_statics(obj) {
+            return self.shared_access(heap, t, l, ev, acc);
+        }
+        if let Some(c) = heap.class_of(obj) {
+            match self.status(c) {
+                Status::Capsule => {
+                    match self.is_capsule_access(l, obj, c) {
+                        Some(i) => match self.sync_check(t, l, i, ev) {
+                            Ok(()) => {
+                                l.sites.record(
+                                    ev.site,
+                                    loc,
+                                    || loc_kind(heap, loc),
+                                    AccessClass::Capsule,
+                                    Owner::Capsule(obj.0),
+                                    is_write,
+                                );
+                                return Self::filtered(heap, loc, value, &mut l.work);
+                            }
+                            Err(e) => self.sync_violation(t, ev, loc, c, e),
+                        },
+                        None => self.encapsulation_violation(t, l, ev, loc, c),
+                    }
+                    // Demoted now: the object joins G with what it protected.
+                    self.leak(heap, &[obj], &mut l.work);
+                    return self.shared_access(heap, t, l, ev, acc);
+                }
+                Status::Demoted if !Self::in_g(heap, obj) => {
+                    self.leak(heap, &[obj], &mut l.work);
+                }
+                _ => {}
+            }
+        }
+        if Self::in_g(heap, obj) {
+            return self.shared_access(heap, t, l, ev, acc);
+        }
+        // Capsule-protected; the executor's call relies on its capsule's ordering.
+        if let Some(i) = self.executor(l)
+            && let Err(e) = self.sync_check(t, l, i, ev)
+        {
+            let f = *l.frames.get(i);
+            if let Some(k) = f.capsule {
+                self.sync_violation(t, ev, loc, f.class, e);
+                self.leak(heap, &[k], &mut l.work);
+                // `obj` was accessible from k or from the call: it joins G.
+                self.leak(heap, &[obj], &mut l.work);
+            }
+            return self.shared_access(heap, t, l, ev, acc);
+        }
+        let owner = self.owner(t, l);
+        l.sites.record(
+            ev.site,
+            loc,
+            || loc_kind(heap, loc),
+            AccessClass::Local,
+            owner,
+            is_write,
+        );
+        Self::filtered(heap, loc, value, &mut l.work)
+    }
+
+    fn event(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) {
+        let Some(heap) = self.shared.env.heap() else {
+            return;
+        };
+        let Some(l) = local_of(local) else {
+            return;
+        };
+        match ev.kind {
+            EventKind::Enter {
+                method,
+                receiver,
+                args,
+            } => {
+                let class = heap.method_class(method);
+                let capsule = receiver.filter(|r| {
+                    heap.class_of(*r) == Some(class) && self.status(class) == Status::Capsule
+                });
+                l.frames.push(Frame {
+                    method,
+                    class,
+                    capsule,
+                    checked: false,
+                    holds: false,
+                });
+                // [CE-ENTER]: the arguments become accessible to the capsule.
+                if capsule.is_some() {
+                    self.leak(heap, args, &mut l.work);
+                }
+            }
+            EventKind::Exit { ret, .. } => {
+                if let Some(f) = l.frames.pop()
+                    && let Some(k) = f.capsule
+                {
+                    if f.holds {
+                        let at = Mark {
+                            tid: t.tid,
+                            site: ev.site,
+                            ctx: t.ctx,
+                            event: ev.index,
+                        };
+                        self.epochs.exit(k, t, at);
+                    }
+                    // [CE-EXIT]: the return value leaves the capsule.
+                    if let Some(r) = ret {
+                        self.leak(heap, &[r], &mut l.work);
+                    }
+                }
+            }
+            // [CE-FORK]
+            EventKind::Fork { handed, .. } => self.leak(heap, handed, &mut l.work),
+            // A monitor released inside a capsule call (`wait`, the end of a
+            // `synchronized` block) ends a segment of the call: see "Calls that release
+            // a monitor".
+            EventKind::Release { .. } => {
+                let at = Mark {
+                    tid: t.tid,
+                    site: ev.site,
+                    ctx: t.ctx,
+                    event: ev.index,
+                };
+                for f in l.frames.capsule_calls_mut() {
+                    if let (true, Some(k)) = (f.holds, f.capsule) {
+                        self.epochs.exit(k, t, at);
+                    }
+                    f.holds = false;
+                    f.checked = false;
+                }
+            }
+            EventKind::VolatileRead { loc } | EventKind::VolatileWrite { loc, .. } => {
+                if let Some(c) = heap.class_of(loc.obj)
+                    && self.status(c) == Status::Capsule
+                    && self.is_capsule_access(l, loc.obj, c).is_none()
+                {
+                    self.encapsulation_violation(t, l, ev, loc, c);
+                    self.leak(heap, &[loc.obj], &mut l.work);
+                }
+                if let EventKind::VolatileWrite { value: Some(v), .. } = ev.kind
+                    && Self::in_g(heap, loc.obj)
+                {
+                    self.leak(heap, &[v], &mut l.work);
+                }
+            }
+            EventKind::Alloc { obj } if self.is_capsule(heap, obj) => self.epochs.reset(obj),
+            EventKind::ThreadEnd => self.sites.lock().absorb(&mut l.sites),
+            _ => {}
+        }
+    }
+
+    fn stats(&self) -> Option<serde_json::Value> {
+        let heap = self.shared.env.heap()?;
+        let mut v = self.sites.lock().to_json(self.shared.env.as_ref(), false);
+        let violations: Vec<serde_json::Value> = self
+            .violations
+            .lock()
+            .iter()
+            .map(|x| serde_json::json!({"class": x.class_name, "property": x.property.as_str()}))
+            .collect();
+        v["violations"] = violations.into();
+        v["mode"] = if heap.has_capsule_bit() {
+            "accessibility"
+        } else {
+            "capsule accesses only (heap has no capsule bit)"
+        }
+        .into();
+        Some(v)
+    }
+}

@@ -1,0 +1,198 @@
+//! `escape`: dynamic partial thread-escape filtering (Rhodes thesis ch. 4, Fig. 4.4).
+//!
+//! # Algorithm
+//! The set G of *escaped* objects (reachable by more than one thread) is one header
+//! bit per object ([`HeapView::mark_shared`], the VM's bit 40). G is closed under
+//! reachability. Per event of thread t:
+//! - `Read`/`Write` of `p.f`: p ∉ G → dropped (no race check); p ∈ G → forwarded, and
+//!   a write of a reference v leaks v: G := G ∪ reachable(v).
+//! - statics are shared by every thread: every static access is forwarded and a
+//!   reference written to a static leaks ([`HeapView::is_statics`]).
+//! - `VolatileWrite` of a reference into an escaped object or a static leaks it too.
+//! - `Fork{handed}` leaks everything reachable from the handed objects (receiver and
+//!   arguments of the new thread).
+//! - acquire, release, fork, join, barriers, volatiles: never dropped (the pass
+//!   interface cannot drop them; Fig. 4.1 shows why partial lock elision is unsound)
+//!   and they never need their object to be escaped.
+//!
+//! Leaking marks each object once (the walk stops at marked objects), so all walks of
+//! a run together cost time linear in the heap; see [`leak`].
+//!
+//! # Why "mark before the store becomes visible" is correct under parallel threads
+//! The producer delivers a `Write`/`VolatileWrite` event *before* it performs the
+//! store. So when the reference v becomes readable through the shared object,
+//! everything reachable from v is already marked, and the invariant "an object that
+//! another thread can obtain is in G" holds at every instant, not just between events.
+//! A thread that obtains v through a race-free path (a monitor, a volatile read, a
+//! join, a barrier) is ordered after the marking by that very synchronization, so
+//! it sees the bit (the mark itself may be a relaxed atomic: the release/acquire of
+//! the publishing synchronization orders it before the reader's test). This
+//! matters for volatile publication, where the store itself is the synchronization:
+//! with store-then-mark, a reader could acquire v, find it unmarked and have its
+//! accesses dropped while the writer's later accesses are checked — a missed race
+//! that may be the first one. A thread that obtains v through a *racy* read of the
+//! shared field can see v unmarked, but that read is itself checked (the field's
+//! object is in G) and races with the publishing write, so the trace's first race is
+//! reported anyway. The unmarked part of a graph being walked is, by the invariant,
+//! reachable only by the walking thread, so nobody mutates it during the walk; two
+//! threads leaking overlapping graphs race only on the atomic mark, which each object
+//! wins once.
+//!
+//! # Precision
+//! Trace precise, not address precise (thesis §4.4–4.5, Thm 4.5.3): the chain reports
+//! a race iff the unfiltered detector does, because the first race of a trace is never
+//! filtered; a later race on an object whose earlier accesses were filtered before it
+//! escaped through a racy publication can be missed (Fig. 4.2: the race on `p.o` is
+//! reported, the one on `r1.f` is not).
+//!
+//! # Chaining with `capsule`
+//! The two filters keep different sets (reachability vs accessibility) and each needs
+//! to account for every reference write into a member of its own set. `escape`
+//! therefore forwards a reference write into a thread-local target whose
+//! capsule-shared bit is set (only the `capsule` pass ever sets it), and `capsule`
+//! leaks in this pass's bit the references it drops (see its module doc). The JIT's inline
+//! test for `escape` as first pass is thus: drop iff `header & (1 << 40) == 0` for reads
+//! and non-reference (or null) writes, and iff `header & (3 << 40) == 0` for non-null
+//! reference writes; static accesses always call out. (Only valid while `escape` is
+//! the first pass: no pass before it may miss the access.)
+//!
+//! Without a live heap (offline traces) the pass forwards every access.
+
+pub mod leak;
+pub mod mem;
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::chain::Shared;
+use crate::env::HeapView;
+use crate::event::{Event, EventKind, Loc, ObjId};
+use crate::filterstats::{AccessClass, LocKind, Owner, SiteTable};
+use crate::pass::{Flow, Local, Pass};
+use crate::thread::ThreadState;
+
+use leak::Bit;
+
+/// Per-thread state: the walk's worklist and this thread's location records.
+#[derive(Default)]
+struct EscapeLocal {
+    work: Vec<ObjId>,
+    sites: SiteTable,
+}
+
+pub struct Escape {
+    shared: Arc<Shared>,
+    sites: Mutex<SiteTable>,
+}
+
+impl Escape {
+    pub fn new(shared: &Arc<Shared>) -> Self {
+        Escape {
+            shared: shared.clone(),
+            sites: Mutex::new(SiteTable::new()),
+        }
+    }
+
+    /// Per-site records of the threads that have ended.
+    pub fn site_table(&self) -> SiteTable {
+        self.sites.lock().clone()
+    }
+
+    /// G := G ∪ reachable(roots) (also used by `capsule`, see its module doc).
+    pub(crate) fn leak(heap: &dyn HeapView, roots: &[ObjId], work: &mut Vec<ObjId>) {
+        leak::leak(
+            heap,
+            Bit::Escaped,
+            roots,
+            &|o: ObjId| heap.is_statics(o),
+            work,
+        );
+    }
+
+    #[inline]
+    fn is_escaped(heap: &dyn HeapView, obj: ObjId) -> bool {
+        heap.is_shared(obj) || heap.is_statics(obj)
+    }
+}
+
+fn local_of(local: &mut Local) -> Option<&mut EscapeLocal> {
+    local.downcast_mut::<EscapeLocal>()
+}
+
+/// The location kind of an access target.
+pub(crate) fn loc_kind(heap: &dyn HeapView, loc: Loc) -> LocKind {
+    if heap.is_statics(loc.obj) {
+        LocKind::Static
+    } else if heap.class_of(loc.obj).is_some() {
+        LocKind::Field
+    } else {
+        LocKind::Array
+    }
+}
+
+impl Pass for Escape {
+    fn name(&self) -> &'static str {
+        "escape"
+    }
+
+    fn thread_local(&self) -> Box<Local> {
+        Box::new(EscapeLocal::default())
+    }
+
+    fn access(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) -> Flow {
+        let Some(heap) = self.shared.env.heap() else {
+            return Flow::Forward;
+        };
+        let Some(l) = local_of(local) else {
+            return Flow::Forward;
+        };
+        let (loc, value, is_write) = match ev.kind {
+            EventKind::Read { loc } => (loc, None, false),
+            EventKind::Write { loc, value } => (loc, value, true),
+            _ => return Flow::Forward,
+        };
+        let kind = || loc_kind(heap, loc);
+        let owner = Owner::Thread(t.tid);
+        // Fig. 4.4: p ∈ G → checked; a written reference leaks.
+        if Self::is_escaped(heap, loc.obj) {
+            if let Some(v) = value {
+                Self::leak(heap, &[v], &mut l.work);
+            }
+            l.sites
+                .record(ev.site, loc, kind, AccessClass::Shared, owner, is_write);
+            return Flow::Forward;
+        }
+        l.sites
+            .record(ev.site, loc, kind, AccessClass::Local, owner, is_write);
+        // p ∉ G → filtered, unless a later `capsule` pass must see this reference
+        // write (see "Chaining with `capsule`").
+        if value.is_some() && heap.is_capsule_shared(loc.obj) {
+            return Flow::Forward;
+        }
+        Flow::Drop
+    }
+
+    fn event(&self, _t: &ThreadState, local: &mut Local, ev: &Event<'_>) {
+        let Some(heap) = self.shared.env.heap() else {
+            return;
+        };
+        let Some(l) = local_of(local) else {
+            return;
+        };
+        match ev.kind {
+            EventKind::VolatileWrite {
+                loc,
+                value: Some(v),
+            } if Self::is_escaped(heap, loc.obj) => Self::leak(heap, &[v], &mut l.work),
+            EventKind::Fork { handed, .. } => Self::leak(heap, handed, &mut l.work),
+            EventKind::ThreadEnd => self.sites.lock().absorb(&mut l.sites),
+            _ => {}
+        }
+    }
+
+    fn stats(&self) -> Option<serde_json::Value> {
+        self.shared.env.heap()?;
+        Some(self.sites.lock().to_json(self.shared.env.as_ref(), true))
+    }
+}
