@@ -55,6 +55,14 @@ pub trait Env: Send + Sync {
     fn is_capsule_class(&self, _class: u32) -> bool {
         false
     }
+    /// Whether every field access at `site` is proven at compile time to satisfy the
+    /// capsule encapsulation property (it is on `this` inside a method of the field's own
+    /// class: `lang`'s `Program::proven_capsule_access`). The `capsule` pass then skips
+    /// its dynamic encapsulation check there (synchronization is still checked). The
+    /// default, "not proven", keeps the dynamic check on.
+    fn capsule_access_proven(&self, _site: SiteId) -> bool {
+        false
+    }
     /// The source name of a class (capsule violations name it in `extra["class"]`).
     fn class_name(&self, class: u32) -> String {
         format!("class#{class}")

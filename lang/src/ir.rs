@@ -145,6 +145,14 @@ pub struct Program {
     pub sites: Vec<Site>,
     /// The unique `static void main()`.
     pub main: FuncId,
+    /// Compile-time encapsulation proofs, indexed by [`SiteId`]: `true` for a site whose
+    /// every field access ([`Inst::GetField`]/[`Inst::PutField`]) is on `this` (or a
+    /// local that provably holds `this`) inside an instance method or constructor of the
+    /// field's own class. Such an access satisfies capsule property 1 (encapsulation)
+    /// whether or not the class is a capsule, so the `capsule` analysis need not check
+    /// it at run time. Shorter than `sites` (even empty, for hand-built programs): the
+    /// missing sites are not proven. Query with [`Program::proven_capsule_access`].
+    pub capsule_proven: Vec<bool>,
 }
 
 #[derive(Clone, Debug)]
@@ -532,6 +540,15 @@ impl Program {
     }
     pub fn site(&self, id: SiteId) -> &Site {
         &self.sites[id.index()]
+    }
+    /// Whether the field accesses at `site` are proven at compile time to be by the
+    /// field's own class on `this` (see [`Program::capsule_proven`]). False for unknown
+    /// sites, so the dynamic encapsulation check stays on by default.
+    pub fn proven_capsule_access(&self, site: SiteId) -> bool {
+        self.capsule_proven
+            .get(site.index())
+            .copied()
+            .unwrap_or(false)
     }
     /// `Class.method` (or `Class.<init>`).
     pub fn func_name(&self, id: FuncId) -> String {

@@ -15,8 +15,9 @@ use crate::sites::SiteTable;
 use crate::span::Span;
 use crate::tast::{Place, TBody, TExpr, TExprKind, TPrintArg, TStmt};
 
-/// Lower every function body and finish the program's site table.
-pub fn lower(checked: Checked, mut sites: SiteTable<'_>) -> Program {
+/// Lower every function body and finish the program's site table. Also returns the
+/// span of every site (parallel to `Program::sites`).
+pub fn lower(checked: Checked, mut sites: SiteTable<'_>) -> (Program, Vec<Span>) {
     let Checked {
         mut program,
         bodies,
@@ -25,8 +26,9 @@ pub fn lower(checked: Checked, mut sites: SiteTable<'_>) -> Program {
         let func = &mut program.funcs[i];
         lower_function(FuncId(i as u32), func, body, &mut sites);
     }
-    program.sites = sites.into_sites();
-    program
+    let (table, spans) = sites.into_parts();
+    program.sites = table;
+    (program, spans)
 }
 
 #[derive(Clone, Copy)]

@@ -8,6 +8,9 @@ pub struct SiteTable<'a> {
     files: &'a [SourceFile],
     lines: Vec<LineIndex>,
     sites: Vec<Site>,
+    /// The span each site was first interned with (parallel to `sites`), for
+    /// diagnostics produced after lowering.
+    spans: Vec<Span>,
     map: HashMap<(FileId, u32, Option<FuncId>), SiteId>,
 }
 
@@ -23,6 +26,7 @@ impl<'a> SiteTable<'a> {
                 col: 0,
                 func: None,
             }],
+            spans: vec![Span::default()],
             map: HashMap::new(),
         }
     }
@@ -47,6 +51,7 @@ impl<'a> SiteTable<'a> {
             col,
             func,
         });
+        self.spans.push(span);
         self.map.insert((span.file, span.start, func), id);
         id
     }
@@ -65,7 +70,8 @@ impl<'a> SiteTable<'a> {
         }
     }
 
-    pub fn into_sites(self) -> Vec<Site> {
-        self.sites
+    /// The site table and, parallel to it, the span of each site.
+    pub fn into_parts(self) -> (Vec<Site>, Vec<Span>) {
+        (self.sites, self.spans)
     }
 }

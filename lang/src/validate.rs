@@ -30,7 +30,36 @@ impl Program {
             self.validate_func(id)
                 .map_err(|e| format!("{}: {e}", self.func_name(id)))?;
         }
-        Ok(())
+        self.validate_capsule_proven()
+    }
+
+    /// `capsule_proven` marks only sites of field accesses (never site 0).
+    fn validate_capsule_proven(&self) -> Result<(), String> {
+        if self.capsule_proven.len() > self.sites.len() {
+            return Err("capsule_proven is longer than sites".into());
+        }
+        if self.capsule_proven.first() == Some(&true) {
+            return Err("capsule_proven marks site 0 (unknown)".into());
+        }
+        let mut field_site = vec![false; self.capsule_proven.len()];
+        for inst in self
+            .funcs
+            .iter()
+            .flat_map(|f| &f.blocks)
+            .flat_map(|b| &b.insts)
+        {
+            if let Inst::GetField { site, .. } | Inst::PutField { site, .. } = inst
+                && let Some(s) = field_site.get_mut(site.index())
+            {
+                *s = true;
+            }
+        }
+        match (0..field_site.len()).find(|&i| self.capsule_proven[i] && !field_site[i]) {
+            Some(i) => Err(format!(
+                "capsule_proven marks site {i}, which has no field access"
+            )),
+            None => Ok(()),
+        }
     }
 
     fn check_site(&self, s: SiteId) -> Result<(), String> {

@@ -90,6 +90,7 @@ pub fn check<'s>(
             statics: Vec::new(),
             sites: Vec::new(),
             main: FuncId(0),
+            capsule_proven: Vec::new(),
         },
         class_ids: HashMap::new(),
         infos: Vec::new(),

@@ -16,7 +16,9 @@
 //!
 //! # Detection (§5.2.2, Figs. 5.8, 5.9)
 //! - Encapsulation: an access (plain or volatile) to a field of a capsule k that is not
-//!   a capsule access is a violation.
+//!   a capsule access is a violation. Sites the compiler proved to be `this.f` inside
+//!   the field's own class ([`crate::env::Env::capsule_access_proven`]) are capsule
+//!   accesses without this check.
 //! - Synchronization, checked lazily at the first access in a capsule call that relies
 //!   on the capsule (a capsule access, or a capsule-protected access while k is the
 //!   executor), so helper methods that touch no state may be unsynchronized: the
@@ -81,7 +83,7 @@ use parking_lot::Mutex;
 
 use crate::chain::Shared;
 use crate::env::HeapView;
-use crate::event::{Event, EventKind, Loc, ObjId};
+use crate::event::{Event, EventKind, Loc, ObjId, SiteId};
 use crate::filterstats::{AccessClass, Owner, SiteTable};
 use crate::pass::{Flow, Local, Pass};
 use crate::passes::escape::leak::{self, Bit};
@@ -327,6 +329,19 @@ impl Capsule {
         self.violation(t, ev, loc, b);
     }
 
+    /// The executor's frame index if an access at `site` to a field of capsule `k` of
+    /// class `c` is a capsule access. A site the compiler proved (`this.f` in a method
+    /// of c, [`crate::env::Env::capsule_access_proven`]) skips the dynamic check: its
+    /// executor is the running call on k.
+    fn capsule_access(&self, l: &CapsuleLocal, site: SiteId, k: ObjId, c: u32) -> Option<usize> {
+        if self.shared.env.capsule_access_proven(site)
+            && let Some(i) = self.executor(l)
+        {
+            return Some(i);
+        }
+        self.is_capsule_access(l, k, c)
+    }
+
     /// Encapsulation check for an access to a field of capsule `k` of class `c`: true
     /// if it is a capsule access (the executor is k, running code of class c).
     fn is_capsule_access(&self, l: &CapsuleLocal, k: ObjId, c: u32) -> Option<usize> {
@@ -444,7 +459,7 @@ impl Pass for Capsule {
         if let Some(c) = heap.class_of(obj) {
             match self.status(c) {
                 Status::Capsule => {
-                    match self.is_capsule_access(l, obj, c) {
+                    match self.capsule_access(l, ev.site, obj, c) {
                         Some(i) => match self.sync_check(t, l, i, ev) {
                             Ok(()) => {
                                 l.sites.record(
@@ -570,7 +585,7 @@ impl Pass for Capsule {
             EventKind::VolatileRead { loc } | EventKind::VolatileWrite { loc, .. } => {
                 if let Some(c) = heap.class_of(loc.obj)
                     && self.status(c) == Status::Capsule
-                    && self.is_capsule_access(l, loc.obj, c).is_none()
+                    && self.capsule_access(l, ev.site, loc.obj, c).is_none()
                 {
                     self.encapsulation_violation(t, l, ev, loc, c);
                     self.leak(heap, &[loc.obj], &mut l.work);

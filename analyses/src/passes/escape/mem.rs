@@ -167,12 +167,13 @@ struct ClassDecl {
     fields: Vec<String>,
 }
 
-/// An [`Env`] over a [`MemHeap`]: classes with named fields, methods, and which
-/// classes are capsules.
+/// An [`Env`] over a [`MemHeap`]: classes with named fields, methods, which
+/// classes are capsules, and which sites the compiler proved encapsulated.
 pub struct MemEnv {
     pub heap: MemHeap,
     classes: RwLock<Vec<ClassDecl>>,
     methods: RwLock<Vec<(u32, String)>>,
+    proven: RwLock<hashbrown::HashSet<u32>>,
 }
 
 impl MemEnv {
@@ -181,7 +182,14 @@ impl MemEnv {
             heap: MemHeap::new(capsule_bit),
             classes: RwLock::new(Vec::new()),
             methods: RwLock::new(Vec::new()),
+            proven: RwLock::new(hashbrown::HashSet::new()),
         }
+    }
+
+    /// Mark `site` as statically proven encapsulated
+    /// ([`Env::capsule_access_proven`]), as `lang` does for `this.f` in the field's class.
+    pub fn prove_site(&self, site: u32) {
+        self.proven.write().insert(site);
     }
 
     /// Declare a class; returns its index.
@@ -276,6 +284,9 @@ impl Env for MemEnv {
             .read()
             .get(class as usize)
             .is_some_and(|c| c.capsule)
+    }
+    fn capsule_access_proven(&self, site: SiteId) -> bool {
+        self.proven.read().contains(&site.0)
     }
     fn class_name(&self, class: u32) -> String {
         self.classes
