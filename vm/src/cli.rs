@@ -1,0 +1,356 @@
+//! The `capvm` command line (ARCHITECTURE.md "Command line"). Exit codes: 0 ok,
+//! 66 warnings, 64 bad command line, 65 compile/parse error, 70 guest runtime error.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use analyses::ChainOptions;
+use analyses::report::render_text;
+use clap::{Args, Parser, Subcommand};
+
+use crate::run::{DEFAULT_MAX_HEAP, DEFAULT_MAX_THREADS, RunConfig, SchedKind, Tier, run_program};
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_USAGE: i32 = 64;
+pub const EXIT_COMPILE: i32 = 65;
+pub const EXIT_WARNINGS: i32 = 66;
+pub const EXIT_RUNTIME: i32 = 70;
+
+/// The chain `capvm analyze` uses without `--tools`.
+const DEFAULT_ANALYZE_TOOLS: &str = "fasttrack";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "capvm",
+    version,
+    about = "Run CapJava programs on a multithreaded VM with race detectors and specification checkers"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Compile and run a program, feeding its events to an analysis chain.
+    Run(RunArgs),
+    /// Parse and type-check only (warnings printed; exit 0 or 65).
+    Check {
+        /// The CapJava source file.
+        file: PathBuf,
+    },
+    /// Analyse a recorded trace offline.
+    Analyze(AnalyzeArgs),
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// The CapJava source file.
+    file: PathBuf,
+    /// Analysis chain, e.g. `escape:capsule:singletrack:fasttrack`, `count`, `none`
+    /// [default: escape:capsule:singletrack:fasttrack].
+    #[arg(long, value_name = "CHAIN")]
+    tools: Option<String>,
+    /// Execution tier.
+    #[arg(long, value_name = "TIER", value_parser = parse_tier, default_value_t = Tier::DEFAULT)]
+    tier: Tier,
+    /// Scheduler: `os` (parallel threads) or `seeded:SEED` (one thread at a time,
+    /// reproducible).
+    #[arg(long, value_name = "SCHED", value_parser = parse_sched, default_value = "os")]
+    sched: SchedKind,
+    /// Write the warnings and statistics as JSON to this file.
+    #[arg(long, value_name = "FILE.json")]
+    report: Option<PathBuf>,
+    /// Print per-pass statistics on stderr.
+    #[arg(long)]
+    stats: bool,
+    /// Record the event trace (STD format) to this file.
+    #[arg(long, value_name = "FILE.std")]
+    record: Option<PathBuf>,
+    /// Stop with a runtime error after N executed basic blocks in one thread.
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u64>,
+    /// Maximum number of threads ever created, main included.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_THREADS)]
+    max_threads: u64,
+    /// Maximum guest heap, in bytes; suffixes K, M, G [default: 4G].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_heap: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+struct AnalyzeArgs {
+    /// The trace (RAPID STD format with capvm's extension).
+    trace: PathBuf,
+    /// Analysis chain [default: fasttrack].
+    #[arg(long, value_name = "CHAIN")]
+    tools: Option<String>,
+    /// Write the warnings and statistics as JSON to this file.
+    #[arg(long, value_name = "FILE.json")]
+    report: Option<PathBuf>,
+    /// Print per-pass statistics on stderr.
+    #[arg(long)]
+    stats: bool,
+}
+
+fn parse_tier(s: &str) -> Result<Tier, String> {
+    match s {
+        "interp" => Ok(Tier::Interp),
+        "jit" => Ok(Tier::Jit),
+        _ => Err(format!("expected `jit` or `interp`, found `{s}`")),
+    }
+}
+
+/// `os` or `seeded:SEED`.
+pub fn parse_sched(s: &str) -> Result<SchedKind, String> {
+    if s == "os" {
+        return Ok(SchedKind::Os);
+    }
+    match s.strip_prefix("seeded:").map(str::parse::<u64>) {
+        Some(Ok(n)) => Ok(SchedKind::Seeded(n)),
+        _ => Err(format!(
+            "expected `os` or `seeded:SEED` (SEED a non-negative integer), found `{s}`"
+        )),
+    }
+}
+
+/// Bytes with an optional binary suffix: `4096`, `512K`, `64M`, `2G` (also `KB`/`KiB`).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let upper = t.to_ascii_uppercase();
+    let body = upper
+        .strip_suffix("IB")
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper);
+    let (digits, mult) = match body.chars().last() {
+        Some('K') => (&body[..body.len() - 1], 1u64 << 10),
+        Some('M') => (&body[..body.len() - 1], 1 << 20),
+        Some('G') => (&body[..body.len() - 1], 1 << 30),
+        Some('T') => (&body[..body.len() - 1], 1 << 40),
+        _ => (body, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("expected a size like 4096, 512K, 64M or 2G, found `{s}`"))
+}
+
+/// Run the command line; returns the exit code.
+pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind as K;
+            let _ = e.print();
+            return match e.kind() {
+                K::DisplayHelp | K::DisplayVersion => EXIT_OK,
+                _ => {
+                    if !e.to_string().contains("Usage:") {
+                        eprintln!("\n{}", usage(&args));
+                    }
+                    EXIT_USAGE
+                }
+            };
+        }
+    };
+    match cli.cmd {
+        Cmd::Run(a) => cmd_run(a),
+        Cmd::Check { file } => match compile(&file) {
+            Ok(_) => EXIT_OK,
+            Err(code) => code,
+        },
+        Cmd::Analyze(a) => cmd_analyze(a),
+    }
+}
+
+/// The usage line of the subcommand named in `args` (or of `capvm`).
+fn usage(args: &[OsString]) -> String {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let sub = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    match cmd.find_subcommand_mut(sub) {
+        Some(sc) => sc
+            .clone()
+            .bin_name(format!("capvm {sub}"))
+            .render_usage()
+            .to_string(),
+        None => cmd.render_usage().to_string(),
+    }
+}
+
+fn color() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// Read and compile one file; diagnostics (and warnings) go to stderr.
+fn compile(path: &Path) -> Result<lang::ir::Program, i32> {
+    let text = match std::fs::read(path) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", path.display());
+            return Err(EXIT_COMPILE);
+        }
+    };
+    let files = vec![lang::ir::SourceFile {
+        name: path.display().to_string(),
+        text,
+    }];
+    match lang::compile(files.clone()) {
+        Ok(c) => {
+            if !c.warnings.is_empty() {
+                eprint!("{}", c.warnings.render(&files, color()));
+            }
+            Ok(c.program)
+        }
+        Err(d) => {
+            eprint!("{}", d.render(&files, color()));
+            Err(EXIT_COMPILE)
+        }
+    }
+}
+
+fn write_report(path: &Path, report: &serde_json::Value) -> Result<(), i32> {
+    let text = serde_json::to_string_pretty(report).unwrap_or_default();
+    std::fs::write(path, text + "\n").map_err(|e| {
+        eprintln!("error: cannot write {}: {e}", path.display());
+        EXIT_USAGE
+    })
+}
+
+fn cmd_run(a: RunArgs) -> i32 {
+    if let Err(e) = a.tier.check_available() {
+        eprintln!("error: {e}");
+        return EXIT_USAGE;
+    }
+    let program = match compile(&a.file) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let cfg = RunConfig {
+        tools: a.tools,
+        chain_factory: None,
+        sched: a.sched,
+        tier: a.tier,
+        record: a.record,
+        max_steps: a.max_steps.unwrap_or(u64::MAX),
+        max_threads: a.max_threads,
+        max_heap: a.max_heap.unwrap_or(DEFAULT_MAX_HEAP),
+        capture_stdout: false,
+        echo_notes: true,
+    };
+    let out = match run_program(Arc::new(program), &cfg) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    for w in &out.warnings_text {
+        eprint!("{w}");
+    }
+    if let Some(t) = &out.error_text {
+        eprint!("{t}");
+    }
+    if a.stats {
+        eprint!("{}", out.stats_text);
+    }
+    if let Some(p) = &a.report
+        && let Err(code) = write_report(p, &out.report)
+    {
+        return code;
+    }
+    out.exit.code()
+}
+
+fn cmd_analyze(a: AnalyzeArgs) -> i32 {
+    let text = match std::fs::read(&a.trace) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", a.trace.display());
+            return EXIT_COMPILE;
+        }
+    };
+    let trace = match analyses::trace::parse_std(&text) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}:{e}", a.trace.display());
+            return EXIT_COMPILE;
+        }
+    };
+    let spec = a.tools.as_deref().unwrap_or(DEFAULT_ANALYZE_TOOLS);
+    let chain = match analyses::trace::analyze(&trace, spec, ChainOptions::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let warnings = chain.warnings();
+    let env = trace.env.clone();
+    let mut json = Vec::new();
+    for w in &warnings {
+        eprint!("{}", render_text(w, &*env, &chain.shared.ctxs));
+        json.push(analyses::report::warning_json(w, &*env, &chain.shared.ctxs));
+    }
+    if a.stats {
+        eprint!("{}", chain.stats_text());
+    }
+    if let Some(p) = &a.report {
+        let report = serde_json::json!({ "warnings": json, "stats": chain.stats_json() });
+        if let Err(code) = write_report(p, &report) {
+            return code;
+        }
+    }
+    if warnings.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_WARNINGS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("512K"), Ok(512 << 10));
+        assert_eq!(parse_size("64m"), Ok(64 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("3MB"), Ok(3 << 20));
+        assert!(parse_size("x").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("99999999999999T").is_err());
+    }
+
+    #[test]
+    fn scheds() {
+        assert_eq!(parse_sched("os"), Ok(SchedKind::Os));
+        assert_eq!(parse_sched("seeded:42"), Ok(SchedKind::Seeded(42)));
+        assert!(parse_sched("seeded:").is_err());
+        assert!(parse_sched("fair").is_err());
+    }
+
+    #[test]
+    fn bad_flags_exit_64_and_help_exits_0() {
+        let args = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(main(args(&["capvm", "run", "x.cj", "--bogus"])), EXIT_USAGE);
+        assert_eq!(
+            main(args(&["capvm", "run", "x.cj", "--sched", "x"])),
+            EXIT_USAGE
+        );
+        assert_eq!(main(args(&["capvm"])), EXIT_USAGE);
+        assert_eq!(main(args(&["capvm", "--help"])), EXIT_OK);
+        assert_eq!(main(args(&["capvm", "--version"])), EXIT_OK);
+        assert_eq!(
+            main(args(&["capvm", "run", "x.cj", "--tier", "fast"])),
+            EXIT_USAGE
+        );
+    }
+}

@@ -1,0 +1,349 @@
+//! The library entry point: run a compiled program in-process (tests, fuzzing,
+//! benchmarks and the `capvm` binary all go through [`run_program`]). Never exits the
+//! process; the guest's stdout can be captured.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use analyses::env::Env;
+use analyses::report::{Reported, render_text, warning_json};
+use analyses::{Chain, ChainError, ChainOptions};
+use lang::ir::Program;
+
+use crate::bridge::Bridge;
+use crate::env::VmEnv;
+use crate::error::{ErrorKind, RuntimeError};
+use crate::image::Image;
+use crate::interp::run_thread;
+use crate::output::Output;
+use crate::runtime::{Limits, MAX_CALL_DEPTH, Runtime};
+
+/// The chain `capvm run` uses without `--tools` (ARCHITECTURE.md).
+pub const DEFAULT_TOOLS: &str = "escape:capsule:singletrack:fasttrack";
+
+/// Default `--max-heap`: 4 GiB.
+pub const DEFAULT_MAX_HEAP: u64 = 4 << 30;
+
+/// Default `--max-threads`.
+pub const DEFAULT_MAX_THREADS: u64 = 10_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedKind {
+    Os,
+    Seeded(u64),
+}
+
+/// Execution tier. The switch lives here, in one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    Interp,
+    Jit,
+}
+
+impl Tier {
+    /// The tier `capvm run` uses without `--tier`.
+    pub const DEFAULT: Tier = Tier::Jit;
+
+    /// Whether this build can run the tier.
+    pub fn check_available(self) -> Result<(), ConfigError> {
+        match self {
+            Tier::Interp | Tier::Jit => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Display for Tier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Tier::Interp => "interp",
+            Tier::Jit => "jit",
+        })
+    }
+}
+
+/// Builds the chain for a run (tests use it to insert their own passes).
+pub type ChainFactory = Arc<dyn Fn(Arc<dyn Env>) -> Result<Chain, ChainError> + Send + Sync>;
+
+#[derive(Clone)]
+pub struct RunConfig {
+    /// `--tools`; `None` = the default chain (falling back to the longest suffix of it
+    /// that this build has).
+    pub tools: Option<String>,
+    /// Overrides `tools` when set.
+    pub chain_factory: Option<ChainFactory>,
+    pub sched: SchedKind,
+    pub tier: Tier,
+    /// `--record FILE.std`: prepend the `record` pass.
+    pub record: Option<PathBuf>,
+    pub max_steps: u64,
+    pub max_threads: u64,
+    pub max_heap: u64,
+    /// Keep the guest's stdout in [`RunOutcome::stdout`] instead of writing it.
+    pub capture_stdout: bool,
+    /// Print notes (e.g. the default-chain fallback) on stderr as they arise.
+    pub echo_notes: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            tools: Some("none".into()),
+            chain_factory: None,
+            sched: SchedKind::Os,
+            tier: Tier::DEFAULT,
+            record: None,
+            max_steps: u64::MAX,
+            max_threads: DEFAULT_MAX_THREADS,
+            max_heap: DEFAULT_MAX_HEAP,
+            capture_stdout: true,
+            echo_notes: false,
+        }
+    }
+}
+
+/// A configuration this build cannot run (exit 64).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitKind {
+    Ok,
+    Warnings,
+    RuntimeError,
+}
+
+impl ExitKind {
+    /// The process exit code (ARCHITECTURE.md).
+    pub fn code(self) -> i32 {
+        match self {
+            ExitKind::Ok => 0,
+            ExitKind::Warnings => 66,
+            ExitKind::RuntimeError => 70,
+        }
+    }
+}
+
+pub struct RunOutcome {
+    pub exit: ExitKind,
+    /// The guest's output (empty unless captured).
+    pub stdout: Vec<u8>,
+    pub error: Option<RuntimeError>,
+    /// The rendered runtime error (for stderr).
+    pub error_text: Option<String>,
+    pub warnings: Vec<Reported>,
+    /// One ThreadSanitizer-style block per warning.
+    pub warnings_text: Vec<String>,
+    /// `{"warnings":[…], "stats":{…}}`.
+    pub report: serde_json::Value,
+    /// `chain.stats_text()` (empty without a chain).
+    pub stats_text: String,
+    /// Remarks for stderr (e.g. which chain ran instead of the default).
+    pub notes: Vec<String>,
+    /// Passes that ran.
+    pub passes: Vec<&'static str>,
+}
+
+impl RunOutcome {
+    pub fn stdout_string(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+fn with_record(spec: &str, record: bool) -> String {
+    let spec = spec.trim();
+    match (record, spec.is_empty() || spec == "none") {
+        (false, _) => spec.to_string(),
+        (true, true) => "record".into(),
+        (true, false) => format!("record:{spec}"),
+    }
+}
+
+/// Build the chain of `cfg`; `notes` gets the fallback remark.
+fn build_chain(
+    cfg: &RunConfig,
+    env: Arc<dyn Env>,
+    notes: &mut Vec<String>,
+) -> Result<Chain, ConfigError> {
+    if let Some(f) = &cfg.chain_factory {
+        return f(env).map_err(|e| ConfigError(e.0));
+    }
+    let options = ChainOptions {
+        record_path: cfg.record.clone(),
+        ..ChainOptions::default()
+    };
+    let record = cfg.record.is_some();
+    if let Some(spec) = &cfg.tools {
+        return Chain::parse(&with_record(spec, record), env, options)
+            .map_err(|e| ConfigError(e.0));
+    }
+    if record {
+        // The registry's message if `record` itself is missing.
+        Chain::parse("record", env.clone(), options.clone()).map_err(|e| ConfigError(e.0))?;
+    }
+    let names: Vec<&str> = DEFAULT_TOOLS.split(':').collect();
+    for start in 0..names.len() {
+        let cand = names[start..].join(":");
+        if Chain::parse(&cand, env.clone(), ChainOptions::default()).is_ok() {
+            if start > 0 {
+                notes.push(format!(
+                    "note: the default analyses `{}` are not all in this build; running `{cand}`",
+                    DEFAULT_TOOLS
+                ));
+            }
+            return Chain::parse(&with_record(&cand, record), env, options)
+                .map_err(|e| ConfigError(e.0));
+        }
+    }
+    notes.push(format!(
+        "note: the default analyses `{DEFAULT_TOOLS}` are not in this build; running without analysis"
+    ));
+    Chain::parse(&with_record("none", record), env, options).map_err(|e| ConfigError(e.0))
+}
+
+/// Run `program` to completion under `cfg`.
+pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome, ConfigError> {
+    cfg.tier.check_available()?;
+    let main = program.main;
+    let main_site = program.func(main).site;
+    let out = Output::new(cfg.capture_stdout);
+    let image = match Image::load(program.clone(), cfg.max_heap) {
+        Ok(i) => Arc::new(i),
+        Err(_) => {
+            let err = RuntimeError {
+                kind: ErrorKind::HeapLimit,
+                detail: "the static fields do not fit".into(),
+                tid: 0,
+                site: main_site,
+                stack: Vec::new(),
+                notes: Vec::new(),
+            };
+            return Ok(error_outcome(&program, err));
+        }
+    };
+    let env = Arc::new(VmEnv {
+        image: image.clone(),
+    });
+    let mut notes = Vec::new();
+    let chain = build_chain(cfg, env.clone(), &mut notes)?;
+    if cfg.echo_notes {
+        for n in &notes {
+            eprintln!("{n}");
+        }
+    }
+    let passes = chain.pass_names();
+    let bridge = (!chain.is_empty()).then(|| Bridge::new(chain, env.clone()));
+    let limits = Limits {
+        max_steps: cfg.max_steps,
+        max_threads: cfg.max_threads.max(1),
+        max_call_depth: MAX_CALL_DEPTH,
+    };
+    let seed = match cfg.sched {
+        SchedKind::Os => None,
+        SchedKind::Seeded(s) => Some(s),
+    };
+    let rt = Arc::new(Runtime::new(image.clone(), seed, bridge, out, limits));
+    let main_cx = rt.bridge.as_ref().map(|b| b.chain.main_thread());
+    let rt2 = rt.clone();
+    // The main thread has no call site: its start and `main`'s enter carry site 0.
+    let entry = lang::ir::SiteId(0);
+    // The tier switch: which engine runs the guest threads (forks stay on the tier).
+    let spawned = match cfg.tier {
+        Tier::Interp => rt.spawn(0, move || {
+            run_thread(rt2, 0, main, Vec::new(), entry, main_cx)
+        }),
+        Tier::Jit => {
+            let code = match crate::jit::compile(&image, crate::jit::JitOptions::for_runtime(&rt)) {
+                Ok(c) => Arc::new(c),
+                Err(e) => {
+                    let err = RuntimeError {
+                        kind: ErrorKind::Internal,
+                        detail: format!("JIT compilation failed: {e}"),
+                        tid: 0,
+                        site: main_site,
+                        stack: Vec::new(),
+                        notes: Vec::new(),
+                    };
+                    return Ok(error_outcome(&program, err));
+                }
+            };
+            rt.spawn(0, move || {
+                crate::jit::run_thread(rt2, code, 0, main, Vec::new(), entry, main_cx)
+            })
+        }
+    };
+    if let Err(e) = spawned {
+        return Err(ConfigError(format!("cannot start the main thread: {e}")));
+    }
+    let clean = rt.join_all();
+    let mut error = rt.sched.take_error();
+    if !clean && error.is_none() {
+        error = Some(RuntimeError {
+            kind: ErrorKind::Internal,
+            detail: "a guest thread panicked".into(),
+            tid: 0,
+            site: main_site,
+            stack: Vec::new(),
+            notes: Vec::new(),
+        });
+    }
+    rt.out.flush();
+    let stdout = rt.out.take();
+    let mut warnings = Vec::new();
+    let mut warnings_text = Vec::new();
+    let mut warnings_json = Vec::new();
+    let mut stats_text = String::new();
+    let mut stats = serde_json::json!({});
+    if let Some(b) = rt.bridge.as_ref() {
+        if error.is_none() {
+            b.chain.finish();
+        }
+        warnings = b.chain.warnings();
+        for w in &warnings {
+            warnings_text.push(render_text(w, &*env, &b.chain.shared.ctxs));
+            warnings_json.push(warning_json(w, &*env, &b.chain.shared.ctxs));
+        }
+        stats_text = b.chain.stats_text();
+        stats = b.chain.stats_json();
+    }
+    let exit = if error.is_some() {
+        ExitKind::RuntimeError
+    } else if !warnings.is_empty() {
+        ExitKind::Warnings
+    } else {
+        ExitKind::Ok
+    };
+    let error_text = error.as_ref().map(|e| e.render(&program));
+    Ok(RunOutcome {
+        exit,
+        stdout,
+        error,
+        error_text,
+        warnings,
+        warnings_text,
+        report: serde_json::json!({ "warnings": warnings_json, "stats": stats }),
+        stats_text,
+        notes,
+        passes,
+    })
+}
+
+fn error_outcome(program: &Program, err: RuntimeError) -> RunOutcome {
+    RunOutcome {
+        exit: ExitKind::RuntimeError,
+        stdout: Vec::new(),
+        error_text: Some(err.render(program)),
+        error: Some(err),
+        warnings: Vec::new(),
+        warnings_text: Vec::new(),
+        report: serde_json::json!({ "warnings": [], "stats": {} }),
+        stats_text: String::new(),
+        notes: Vec::new(),
+        passes: Vec::new(),
+    }
+}
