@@ -1,0 +1,152 @@
+//! The contract between generated code and the runtime: the per-thread context
+//! [`JitThread`] (its leading words are read and written by generated code at the
+//! offsets below) and the CapJava shadow stack.
+//!
+//! Calling convention of every compiled CapJava function (host C ABI):
+//! `fn(ctx: *mut JitThread, params…) -> ret`, ints/booleans/references as i64,
+//! doubles as f64, no return value for `void`. A function that fails (a runtime error
+//! was recorded, or the program is stopping) sets `ctx.failed` and returns a dummy
+//! value; every caller checks `failed` after the call and returns at once.
+//!
+//! Shadow stack: at a call site, the caller stores `(callee << 32) | call_site` at
+//! `frames[depth]` and increments `depth` (one store and one add per call). Runtime
+//! functions thus build the exact CapJava stack of the interpreter
+//! (`interp::stack_of`) at any moment — needed eagerly, because a thread that blocks
+//! records its stack for the deadlock report.
+
+use std::mem::offset_of;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use analyses::thread::ThreadCx;
+use lang::ir::{FuncId, SiteId};
+
+use crate::Tid;
+use crate::error::StackFrame;
+use crate::heap::Arena;
+use crate::runtime::Runtime;
+
+use super::JitCode;
+
+/// One guest thread's state as generated code and the runtime functions see it.
+#[repr(C)]
+pub struct JitThread {
+    /// Non-zero once this thread must unwind (error recorded or program stopping).
+    pub failed: u64,
+    /// Number of CapJava frames (entries of `frames`).
+    pub depth: u64,
+    /// The interpreter's call-depth limit (`Limits::max_call_depth`).
+    pub max_depth: u64,
+    /// Executed basic blocks (counted only when `--max-steps` is set).
+    pub steps: u64,
+    pub max_steps: u64,
+    /// The shadow stack: `max_depth + 1` words.
+    pub frames: *mut u64,
+    /// The run's stop flag, polled at loop back-edges.
+    pub abort: *const AtomicBool,
+    pub tid: u64,
+    // ---- Rust-only fields (never touched by generated code) ----
+    pub rt: Arc<Runtime>,
+    pub code: Arc<JitCode>,
+    pub arena: Arena,
+    pub cx: Option<ThreadCx>,
+    pub seeded: bool,
+    frames_buf: Vec<u64>,
+}
+
+pub const OFF_FAILED: i32 = offset_of!(JitThread, failed) as i32;
+pub const OFF_DEPTH: i32 = offset_of!(JitThread, depth) as i32;
+pub const OFF_MAX_DEPTH: i32 = offset_of!(JitThread, max_depth) as i32;
+pub const OFF_STEPS: i32 = offset_of!(JitThread, steps) as i32;
+pub const OFF_MAX_STEPS: i32 = offset_of!(JitThread, max_steps) as i32;
+pub const OFF_FRAMES: i32 = offset_of!(JitThread, frames) as i32;
+pub const OFF_ABORT: i32 = offset_of!(JitThread, abort) as i32;
+pub const OFF_TID: i32 = offset_of!(JitThread, tid) as i32;
+
+/// A shadow-stack entry.
+#[inline]
+pub fn pack_frame(func: FuncId, call_site: SiteId) -> u64 {
+    ((func.0 as u64) << 32) | call_site.0 as u64
+}
+
+impl JitThread {
+    pub fn new(rt: Arc<Runtime>, code: Arc<JitCode>, tid: Tid, cx: Option<ThreadCx>) -> JitThread {
+        let max_depth = rt.limits.max_call_depth as u64;
+        let mut frames_buf = vec![0u64; rt.limits.max_call_depth + 1];
+        JitThread {
+            failed: 0,
+            depth: 0,
+            max_depth,
+            steps: 0,
+            max_steps: rt.limits.max_steps,
+            frames: frames_buf.as_mut_ptr(),
+            abort: &code.abort as *const AtomicBool,
+            tid: tid as u64,
+            seeded: rt.seeded,
+            rt,
+            code,
+            arena: Arena::default(),
+            cx,
+            frames_buf,
+        }
+    }
+
+    /// Push the entry frame of the thread (`site` = fork site or `main`'s declaration).
+    pub fn push_entry(&mut self, func: FuncId, site: SiteId) {
+        // SAFETY: `frames` points to `frames_buf`, which has at least one word.
+        unsafe { *self.frames = pack_frame(func, site) };
+        self.depth = 1;
+    }
+
+    /// The CapJava stack for an error at `site` in the innermost frame, innermost
+    /// first (the interpreter's `stack_of`).
+    pub fn stack(&self, site: SiteId) -> Vec<StackFrame> {
+        self.stack_view().stack(site)
+    }
+
+    /// A copy of the shadow stack's pointer and depth (usable while the thread's
+    /// arena is borrowed).
+    pub fn stack_view(&self) -> StackView {
+        StackView {
+            frames: self.frames,
+            depth: (self.depth as usize).min(self.frames_buf.len()),
+        }
+    }
+
+    /// The innermost frame's function and call site.
+    pub fn top(&self) -> (FuncId, SiteId) {
+        let v = self.stack_view();
+        let w = v.frame(v.depth.saturating_sub(1));
+        (FuncId((w >> 32) as u32), SiteId(w as u32))
+    }
+}
+
+/// The shadow stack of one thread at one moment.
+#[derive(Clone, Copy)]
+pub struct StackView {
+    frames: *const u64,
+    depth: usize,
+}
+
+impl StackView {
+    fn frame(&self, i: usize) -> u64 {
+        // SAFETY: `i < depth <= max_depth + 1`, the buffer's length; the buffer lives
+        // as long as its thread's context, which outlives every use of the view.
+        unsafe { *self.frames.add(i) }
+    }
+
+    /// Innermost first: each frame's function with the site executing in it.
+    pub fn stack(&self, site: SiteId) -> Vec<StackFrame> {
+        let mut out = Vec::with_capacity(self.depth);
+        let mut s = site;
+        for i in (0..self.depth).rev() {
+            let w = self.frame(i);
+            out.push(StackFrame {
+                func: FuncId((w >> 32) as u32),
+                site: s,
+            });
+            s = SiteId(w as u32);
+        }
+        out
+    }
+}

@@ -1,0 +1,319 @@
+//! The Cranelift JIT tier: every IR function compiled to a native function before
+//! `main` runs, with the same observable behaviour as the interpreter.
+//!
+//! - [`translate`]: one [`translate::Translator`] walks a function's IR, one method
+//!   per construct, in the same order as `interp::Interp::run`.
+//! - [`runtime_fns`]: the one table of runtime functions generated code calls.
+//! - [`abi`]: the thread context generated code reads and writes, and the shadow
+//!   stack that gives runtime errors the interpreter's CapJava stack.
+//!
+//! What is inline: arithmetic (Java semantics, identical to `ops`), null and bounds
+//! checks, field/element/static loads and stores (Relaxed atomics are plain aligned
+//! moves on x86-64), `length`, direct calls, the call-depth check, step counting
+//! (only with `--max-steps`) and the stop-flag poll at loop back-edges. Everything
+//! else calls the runtime, which reuses the interpreter's runtime pieces. Hooks
+//! (analysis events) are emitted only when a chain is active, scheduling points only
+//! under `--sched seeded`.
+
+pub mod abi;
+pub mod runtime_fns;
+pub mod translate;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use analyses::EventKind;
+use analyses::thread::ThreadCx;
+use cranelift::prelude::*;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module, default_libcall_names};
+use lang::ir::{FuncId, Inst, PrintArg, Program, SiteId, Type};
+use parking_lot::Mutex;
+
+use crate::Tid;
+use crate::error::{ErrorKind, RuntimeError};
+use crate::image::Image;
+use crate::layout;
+use crate::runtime::Runtime;
+
+use abi::JitThread;
+use runtime_fns::Rt;
+
+/// What the generated code must contain; fixed per run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JitOptions {
+    /// A chain is active: emit the event hooks.
+    pub hooks: bool,
+    /// `--sched seeded:N`: emit the scheduling points.
+    pub seeded: bool,
+    /// `--max-steps` is set: count executed blocks.
+    pub count_steps: bool,
+    /// An inline filter for access hooks, requested by the chain's first pass.
+    pub inline_filter: Option<HeaderFilter>,
+}
+
+/// A test on an object's header word that decides, without a call, that the first
+/// pass of the chain would drop an access: the hook is skipped when
+/// `header & mask == 0`. Valid only for the chain's *first* pass, and only for
+/// objects and arrays (statics are never filtered inline). The chain's per-pass
+/// counters and the pass's own statistics do not see the skipped accesses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeaderFilter {
+    /// Reads and writes of non-reference values.
+    pub mask: u64,
+    /// Writes of reference-typed values.
+    pub ref_write_mask: u64,
+}
+
+impl HeaderFilter {
+    /// The `escape` pass (Rhodes ch. 4): an access to an object without the SHARED
+    /// bit is thread-local; a reference write must also be seen when the target has
+    /// the capsule bit (see `analyses::passes::escape`, "Chaining with capsule").
+    pub const ESCAPE: HeaderFilter = HeaderFilter {
+        mask: layout::SHARED_BIT,
+        ref_write_mask: layout::SHARED_BIT | layout::CAPSULE_BIT,
+    };
+
+    /// The mask for an access writing a value of type `write` (None: a read).
+    pub fn mask_for(&self, write: Option<&Type>) -> u64 {
+        match write {
+            Some(t) if t.is_ref() => self.ref_write_mask,
+            _ => self.mask,
+        }
+    }
+}
+
+impl JitOptions {
+    /// The options of a run of `rt` (no inline filter: the chain does not yet say
+    /// which filter its first pass accepts, see the module doc of `translate`).
+    pub fn for_runtime(rt: &Runtime) -> JitOptions {
+        JitOptions {
+            hooks: rt.bridge.is_some(),
+            seeded: rt.seeded,
+            count_steps: rt.limits.max_steps != u64::MAX,
+            inline_filter: None,
+        }
+    }
+}
+
+/// A program's compiled code, shared by all guest threads of the run.
+pub struct JitCode {
+    /// Owner of the machine code (JITModule is Send but not Sync).
+    module: Mutex<Option<JITModule>>,
+    /// Per function: address of its entry trampoline `fn(ctx, args: *const u64)`
+    /// (0 for functions that never start a thread).
+    entries: Vec<usize>,
+    /// Per function: address of the compiled function itself.
+    pub funcs: Vec<usize>,
+    /// `print` argument lists; value arguments are renumbered 0..k.
+    pub prints: Vec<Vec<PrintArg>>,
+    /// Element types of the `new T[…]` instructions.
+    pub new_arrays: Vec<Type>,
+    /// Set when the program stops (any thread failed); polled at back-edges.
+    pub abort: AtomicBool,
+    pub options: JitOptions,
+}
+
+impl Drop for JitCode {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.get_mut().take() {
+            // SAFETY: the last reference is gone, so no thread runs this code.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+/// The JIT could not compile the program (a VM bug, reported as a config error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JitError(pub String);
+
+impl std::fmt::Display for JitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "JIT compilation failed: {}", self.0)
+    }
+}
+
+fn jerr(e: impl std::fmt::Display) -> JitError {
+    JitError(e.to_string())
+}
+
+/// Functions that can start a thread: `main` and every fork target.
+fn thread_entries(p: &Program) -> Vec<bool> {
+    let mut v = vec![false; p.funcs.len()];
+    v[p.main.index()] = true;
+    for f in &p.funcs {
+        for b in &f.blocks {
+            for i in &b.insts {
+                if let Inst::Fork { func, .. } = i {
+                    v[func.index()] = true;
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Compile every function of `image`'s program.
+pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> {
+    let prog: &Program = &image.program;
+    let mut jb =
+        JITBuilder::with_flags(&[("opt_level", "speed")], default_libcall_names()).map_err(jerr)?;
+    for rt in Rt::ALL {
+        jb.symbol(rt.sig().0, rt.addr());
+    }
+    let mut module = JITModule::new(jb);
+    let ptr = module.target_config().pointer_type();
+    // Runtime functions: declared once, imported per function on first use.
+    let mut rt_ids = Vec::with_capacity(Rt::ALL.len());
+    for rt in Rt::ALL {
+        let (name, params, ret) = rt.sig();
+        let mut sig = module.make_signature();
+        for p in params {
+            sig.params.push(AbiParam::new(translate::ty_of(*p)));
+        }
+        if let Some(r) = ret {
+            sig.returns.push(AbiParam::new(translate::ty_of(r)));
+        }
+        rt_ids.push(
+            module
+                .declare_function(name, Linkage::Import, &sig)
+                .map_err(jerr)?,
+        );
+    }
+    // Declare every CapJava function first, so calls can be direct.
+    let mut fn_ids = Vec::with_capacity(prog.funcs.len());
+    for (i, f) in prog.funcs.iter().enumerate() {
+        let sig = translate::signature(&module, f);
+        fn_ids.push(
+            module
+                .declare_function(&format!("f{i}"), Linkage::Local, &sig)
+                .map_err(jerr)?,
+        );
+    }
+    let entries = thread_entries(prog);
+    let mut tramp_ids = vec![None; prog.funcs.len()];
+    for (i, e) in entries.iter().enumerate() {
+        if *e {
+            let mut sig = module.make_signature();
+            sig.params.push(AbiParam::new(ptr));
+            sig.params.push(AbiParam::new(ptr));
+            tramp_ids[i] = Some(
+                module
+                    .declare_function(&format!("entry{i}"), Linkage::Local, &sig)
+                    .map_err(jerr)?,
+            );
+        }
+    }
+    let mut tables = translate::Tables::default();
+    let mut ctx = module.make_context();
+    let mut fctx = FunctionBuilderContext::new();
+    for (i, f) in prog.funcs.iter().enumerate() {
+        ctx.func.signature = translate::signature(&module, f);
+        let env = translate::Env {
+            prog,
+            image,
+            options: &options,
+            rt_ids: &rt_ids,
+            fn_ids: &fn_ids,
+        };
+        translate::Translator::run(
+            env,
+            &mut module,
+            &mut tables,
+            &mut ctx.func,
+            &mut fctx,
+            FuncId(i as u32),
+        );
+        module
+            .define_function(fn_ids[i], &mut ctx)
+            .map_err(|e| JitError(format!("{}: {e:?}", prog.func_name(FuncId(i as u32)))))?;
+        module.clear_context(&mut ctx);
+        if let Some(t) = tramp_ids[i] {
+            translate::trampoline(&mut module, &mut ctx.func, &mut fctx, f, fn_ids[i]);
+            module.define_function(t, &mut ctx).map_err(jerr)?;
+            module.clear_context(&mut ctx);
+        }
+    }
+    module.finalize_definitions().map_err(jerr)?;
+    let funcs = fn_ids
+        .iter()
+        .map(|id| module.get_finalized_function(*id) as usize)
+        .collect();
+    let entries = tramp_ids
+        .iter()
+        .map(|t| t.map_or(0, |id| module.get_finalized_function(id) as usize))
+        .collect();
+    Ok(JitCode {
+        module: Mutex::new(Some(module)),
+        entries,
+        funcs,
+        prints: tables.prints,
+        new_arrays: tables.new_arrays,
+        abort: AtomicBool::new(false),
+        options,
+    })
+}
+
+/// Run guest thread `tid` from compiled `func(args)` (the JIT's `interp::run_thread`).
+pub fn run_thread(
+    rt: Arc<Runtime>,
+    code: Arc<JitCode>,
+    tid: Tid,
+    func: FuncId,
+    args: Vec<u64>,
+    site: SiteId,
+    cx: Option<ThreadCx>,
+) {
+    let rt2 = rt.clone();
+    let code2 = code.clone();
+    let body = std::panic::AssertUnwindSafe(move || {
+        let mut t = JitThread::new(rt, code, tid, cx);
+        if t.rt.sched.start(tid).is_ok() {
+            run_entry(&mut t, func, &args, site);
+        }
+    });
+    if let Err(panic) = std::panic::catch_unwind(body) {
+        let msg = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        rt2.sched.fail(RuntimeError {
+            kind: ErrorKind::Internal,
+            detail: msg,
+            tid,
+            site,
+            stack: Vec::new(),
+            notes: Vec::new(),
+        });
+        code2
+            .abort
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    rt2.sched.finish(tid);
+}
+
+/// Thread start, the entry frame, the compiled body, thread end (the interpreter's
+/// `Interp::run_entry`).
+fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
+    if let (Some(b), Some(cx)) = (t.rt.bridge.as_ref(), t.cx.as_mut()) {
+        b.emit(cx, site, EventKind::ThreadStart);
+    }
+    t.push_entry(func, site);
+    t.steps += 1;
+    let entry = t.code.entries[func.index()];
+    if entry == 0 {
+        let (_, s) = t.top();
+        t.fail(ErrorKind::Internal, "no compiled entry".into(), s);
+        return;
+    }
+    // SAFETY: `entry` is a finalized trampoline of `func` taking (ctx, args); `args`
+    // holds one slot per parameter of `func` (checked by the front end).
+    let f: extern "C" fn(*mut JitThread, *const u64) = unsafe { std::mem::transmute(entry) };
+    f(t as *mut JitThread, args.as_ptr());
+    if t.failed == 0
+        && let (Some(b), Some(cx)) = (t.rt.bridge.as_ref(), t.cx.as_mut())
+    {
+        b.emit(cx, site, EventKind::ThreadEnd);
+    }
+}

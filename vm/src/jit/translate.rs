@@ -1,0 +1,1187 @@
+//! IR → Cranelift: one [`Translator`] per function, one method per IR construct, in
+//! the order of the interpreter's main loop (`interp::Interp::run`), so the two tiers
+//! stay structurally parallel: same checks in the same order, same scheduling points,
+//! same events (see `runtime_fns` for the runtime side).
+//!
+//! Locals become Cranelift `Variable`s (i64, or f64 for doubles); `cranelift-frontend`
+//! builds SSA. Each IR block is one Cranelift block (two with `--max-steps`: a head
+//! that counts the step, then the body). Guest heap words are read and written with
+//! plain aligned 8-byte loads and stores: that is exactly what Rust's `Relaxed`
+//! atomic loads/stores compile to on x86-64, so a racy guest stays defined behaviour
+//! and generated code agrees with `heap::load`/`heap::store`.
+
+use cranelift::codegen::ir::{self, FuncRef, MemFlagsData, StackSlotData, StackSlotKind};
+use cranelift::prelude::*;
+use cranelift_jit::JITModule;
+use cranelift_module::Module;
+use hashbrown::HashMap;
+use lang::ir::{
+    BinOp, Block as IrBlock, BlockId, Cmp, Const, Conv, FieldRef, FuncId, FuncKind, Function, Inst,
+    Local, MathFn, PrintArg, Program, Repr, SiteId, Spec, StaticId, Terminator, Type as IrType,
+    UnOp,
+};
+
+use crate::image::{Image, const_bits};
+use crate::layout;
+
+use super::JitOptions;
+use super::abi::{
+    OFF_ABORT, OFF_DEPTH, OFF_FAILED, OFF_FRAMES, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_STEPS, OFF_TID,
+    pack_frame,
+};
+use super::runtime_fns::{Rt, Ty, err};
+
+/// `Math.*` functions computed by the runtime (`runtime_fns::jit_math`), by index.
+pub const MATH_FNS: [MathFn; 13] = [
+    MathFn::Sqrt,
+    MathFn::AbsInt,
+    MathFn::AbsDouble,
+    MathFn::Sin,
+    MathFn::Cos,
+    MathFn::Exp,
+    MathFn::Log,
+    MathFn::Pow,
+    MathFn::Floor,
+    MathFn::MinInt,
+    MathFn::MaxInt,
+    MathFn::MinDouble,
+    MathFn::MaxDouble,
+];
+
+const I64: types::Type = types::I64;
+const F64: types::Type = types::F64;
+
+pub fn ty_of(t: Ty) -> types::Type {
+    match t {
+        Ty::I64 => I64,
+        Ty::F64 => F64,
+    }
+}
+
+/// The machine type of a CapJava type (None for void).
+fn cl_type(t: &IrType) -> Option<types::Type> {
+    match t.repr() {
+        Repr::Void => None,
+        Repr::Double => Some(F64),
+        _ => Some(I64),
+    }
+}
+
+/// Guest heap words: aligned and, after the inline null/bounds checks, non-trapping.
+/// Relaxed atomic semantics (see the module doc).
+fn heap_mem() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+/// The `(ctx, params…) -> ret` signature of a compiled CapJava function.
+pub fn signature(module: &JITModule, f: &Function) -> Signature {
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(I64));
+    for l in &f.locals[..f.num_params as usize] {
+        sig.params
+            .push(AbiParam::new(cl_type(&l.ty).unwrap_or(I64)));
+    }
+    if let Some(t) = cl_type(&f.ret) {
+        sig.returns.push(AbiParam::new(t));
+    }
+    sig
+}
+
+/// Per-program tables the runtime functions index.
+#[derive(Default)]
+pub struct Tables {
+    pub prints: Vec<Vec<PrintArg>>,
+    pub new_arrays: Vec<IrType>,
+}
+
+/// What every translator reads.
+#[derive(Clone, Copy)]
+pub struct Env<'a> {
+    pub prog: &'a Program,
+    pub image: &'a Image,
+    pub options: &'a JitOptions,
+    pub rt_ids: &'a [cranelift_module::FuncId],
+    pub fn_ids: &'a [cranelift_module::FuncId],
+}
+
+/// The first site in block `bi` (the interpreter's `block_site`: the site of a step
+/// limit at a block boundary).
+fn block_site(func: &Function, bi: usize) -> SiteId {
+    func.blocks
+        .get(bi)
+        .and_then(|b| b.insts.iter().find_map(inst_site))
+        .unwrap_or(func.site)
+}
+
+fn inst_site(i: &Inst) -> Option<SiteId> {
+    match i {
+        Inst::Binary { site, .. }
+        | Inst::GetField { site, .. }
+        | Inst::PutField { site, .. }
+        | Inst::GetStatic { site, .. }
+        | Inst::PutStatic { site, .. }
+        | Inst::ArrayLoad { site, .. }
+        | Inst::ArrayStore { site, .. }
+        | Inst::ArrayLength { site, .. }
+        | Inst::New { site, .. }
+        | Inst::NewArray { site, .. }
+        | Inst::Call { site, .. }
+        | Inst::Fork { site, .. }
+        | Inst::Join { site, .. }
+        | Inst::MonitorEnter { site, .. }
+        | Inst::MonitorExit { site, .. }
+        | Inst::Wait { site, .. }
+        | Inst::Notify { site, .. }
+        | Inst::NewBarrier { site, .. }
+        | Inst::BarrierAwait { site, .. }
+        | Inst::SpecBegin { site, .. }
+        | Inst::SpecEnd { site, .. }
+        | Inst::Print { site, .. }
+        | Inst::Assert { site, .. } => Some(*site),
+        _ => None,
+    }
+}
+
+pub struct Translator<'a, 'b> {
+    env: Env<'a>,
+    module: &'a mut JITModule,
+    tables: &'a mut Tables,
+    b: FunctionBuilder<'b>,
+    fid: FuncId,
+    func: &'a Function,
+    vars: Vec<Variable>,
+    ctx: Value,
+    abort_ptr: Value,
+    /// Per IR block: where edges go (step count with `--max-steps`) and the body.
+    heads: Vec<Block>,
+    bodies: Vec<Block>,
+    /// Returns a dummy value: the thread is unwinding (`ctx.failed` is set).
+    fail: Block,
+    /// Sets `ctx.failed` and unwinds: the program is stopping.
+    stop: Block,
+    imported: HashMap<cranelift_module::FuncId, FuncRef>,
+    /// The monitor a `synchronized` method holds (from the prologue).
+    lock: Option<Value>,
+    /// The IR block being translated.
+    cur: usize,
+    /// Back-edge poll blocks to fill after the current terminator: (poll, target).
+    polls: Vec<(Block, Block)>,
+}
+
+impl<'a, 'b> Translator<'a, 'b> {
+    /// Translate function `fid` into `func`.
+    pub fn run(
+        env: Env<'a>,
+        module: &'a mut JITModule,
+        tables: &'a mut Tables,
+        func: &'b mut ir::Function,
+        fctx: &'b mut FunctionBuilderContext,
+        fid: FuncId,
+    ) {
+        func.name = ir::UserFuncName::user(0, fid.0);
+        let mut b = FunctionBuilder::new(func, fctx);
+        let fail = b.create_block();
+        let stop = b.create_block();
+        let f = env.prog.func(fid);
+        let t = Translator {
+            env,
+            module,
+            tables,
+            b,
+            fid,
+            func: f,
+            vars: Vec::new(),
+            ctx: Value::from_u32(0),
+            abort_ptr: Value::from_u32(0),
+            heads: Vec::new(),
+            bodies: Vec::new(),
+            fail,
+            stop,
+            imported: HashMap::new(),
+            lock: None,
+            cur: 0,
+            polls: Vec::new(),
+        };
+        t.function();
+    }
+
+    fn opts(&self) -> &JitOptions {
+        self.env.options
+    }
+
+    fn function(mut self) {
+        let func = self.func;
+        let entry = self.b.create_block();
+        self.b.append_block_params_for_function_params(entry);
+        self.b.switch_to_block(entry);
+        let params = self.b.block_params(entry).to_vec();
+        self.ctx = params[0];
+        for (i, l) in func.locals.iter().enumerate() {
+            let ty = cl_type(&l.ty).unwrap_or(I64);
+            let v = self.b.declare_var(ty);
+            self.vars.push(v);
+            // Parameters, then zero (the interpreter zero-fills a new frame).
+            let init = if i < func.num_params as usize {
+                params[1 + i]
+            } else {
+                self.zero(ty)
+            };
+            self.b.def_var(v, init);
+        }
+        self.abort_ptr = self
+            .b
+            .ins()
+            .load(I64, MemFlagsData::trusted(), self.ctx, OFF_ABORT);
+        for _ in &func.blocks {
+            let body = self.b.create_block();
+            let head = if self.opts().count_steps {
+                self.b.create_block()
+            } else {
+                body
+            };
+            self.heads.push(head);
+            self.bodies.push(body);
+        }
+        self.prologue(&params[1..]);
+        self.b.ins().jump(self.bodies[0], &[]);
+        for (bi, block) in func.blocks.iter().enumerate() {
+            self.cur = bi;
+            if self.heads[bi] != self.bodies[bi] {
+                self.b.switch_to_block(self.heads[bi]);
+                self.count_step(block_site(func, bi));
+                self.b.ins().jump(self.bodies[bi], &[]);
+            }
+            self.b.switch_to_block(self.bodies[bi]);
+            self.block(block);
+        }
+        self.exits();
+        self.b.seal_all_blocks();
+        let cfg = self.module.target_config();
+        self.b.finalize(cfg);
+    }
+
+    /// The shared unwinding exits.
+    fn exits(&mut self) {
+        self.b.switch_to_block(self.stop);
+        self.b.set_cold_block(self.stop);
+        let one = self.b.ins().iconst(I64, 1);
+        self.b
+            .ins()
+            .store(MemFlagsData::trusted(), one, self.ctx, OFF_FAILED);
+        self.b.ins().jump(self.fail, &[]);
+        self.b.switch_to_block(self.fail);
+        self.b.set_cold_block(self.fail);
+        match cl_type(&self.func.ret) {
+            Some(ty) => {
+                let z = self.zero(ty);
+                self.b.ins().return_(&[z]);
+            }
+            None => {
+                self.b.ins().return_(&[]);
+            }
+        }
+    }
+
+    fn block(&mut self, block: &IrBlock) {
+        for inst in &block.insts {
+            self.inst(inst);
+        }
+        self.terminator(&block.term);
+        self.fill_polls();
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    fn zero(&mut self, ty: types::Type) -> Value {
+        if ty == F64 {
+            self.b.ins().f64const(0.0)
+        } else {
+            self.b.ins().iconst(ty, 0)
+        }
+    }
+
+    fn iconst(&mut self, v: i64) -> Value {
+        self.b.ins().iconst(I64, v)
+    }
+
+    fn use_(&mut self, l: Local) -> Value {
+        self.b.use_var(self.vars[l.index()])
+    }
+
+    fn def(&mut self, l: Local, v: Value) {
+        let want = cl_type(&self.func.locals[l.index()].ty).unwrap_or(I64);
+        let v = self.coerce(v, want);
+        self.b.def_var(self.vars[l.index()], v);
+    }
+
+    /// Reinterpret the bits of `v` as `want` (i64 ↔ f64).
+    fn coerce(&mut self, v: Value, want: types::Type) -> Value {
+        if self.b.func.dfg.value_type(v) == want {
+            v
+        } else {
+            self.b.ins().bitcast(want, MemFlagsData::new(), v)
+        }
+    }
+
+    fn bits(&mut self, v: Value) -> Value {
+        self.coerce(v, I64)
+    }
+
+    fn local_type(&self, l: Local) -> types::Type {
+        cl_type(&self.func.locals[l.index()].ty).unwrap_or(I64)
+    }
+
+    fn func_ref(&mut self, id: cranelift_module::FuncId) -> FuncRef {
+        if let Some(r) = self.imported.get(&id) {
+            return *r;
+        }
+        let r = self.module.declare_func_in_func(id, self.b.func);
+        self.imported.insert(id, r);
+        r
+    }
+
+    /// Call runtime function `rt` (the context is prepended when it takes one).
+    fn call_rt(&mut self, rt: Rt, args: &[Value]) -> Option<Value> {
+        let id = self.env.rt_ids[Rt::ALL.iter().position(|r| *r == rt).unwrap_or(0)];
+        let fr = self.func_ref(id);
+        let mut all = Vec::with_capacity(args.len() + 1);
+        if rt.takes_ctx() {
+            all.push(self.ctx);
+        }
+        all.extend_from_slice(args);
+        let call = self.b.ins().call(fr, &all);
+        self.b.inst_results(call).first().copied()
+    }
+
+    /// After a fallible call: unwind if the thread failed.
+    fn check_failed(&mut self) {
+        let f = self
+            .b
+            .ins()
+            .load(I64, MemFlagsData::trusted(), self.ctx, OFF_FAILED);
+        let cont = self.b.create_block();
+        self.b.ins().brif(f, self.fail, &[], cont, &[]);
+        self.b.switch_to_block(cont);
+    }
+
+    /// If `cond`, record runtime error `code` (cold path) and unwind.
+    fn error_if(&mut self, cond: Value, code: i64, site: SiteId, a: Value, b: Value) {
+        let cold = self.b.create_block();
+        self.b.set_cold_block(cold);
+        let cont = self.b.create_block();
+        self.b.ins().brif(cond, cold, &[], cont, &[]);
+        self.b.switch_to_block(cold);
+        let c = self.iconst(code);
+        let s = self.iconst(site.0 as i64);
+        self.call_rt(Rt::Error, &[c, s, a, b]);
+        self.b.ins().jump(self.fail, &[]);
+        self.b.switch_to_block(cont);
+    }
+
+    fn null_check(&mut self, v: Value, code: i64, site: SiteId, a: i64, b: i64) {
+        let is_null = self.b.ins().icmp_imm_s(IntCC::Equal, v, 0);
+        let a = self.iconst(a);
+        let b = self.iconst(b);
+        self.error_if(is_null, code, site, a, b);
+    }
+
+    /// A scheduling point (only under `--sched seeded`).
+    fn point(&mut self) {
+        if self.opts().seeded {
+            self.call_rt(Rt::Point, &[]);
+            self.check_failed();
+        }
+    }
+
+    /// One step (`--max-steps`): the interpreter's `steps >= max_steps` check.
+    fn count_step(&mut self, site: SiteId) {
+        let m = MemFlagsData::trusted();
+        let steps = self.b.ins().load(I64, m, self.ctx, OFF_STEPS);
+        let max = self.b.ins().load(I64, m, self.ctx, OFF_MAX_STEPS);
+        let over = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, steps, max);
+        let z = self.iconst(0);
+        self.error_if(over, err::STEP_LIMIT, site, z, z);
+        let one = self.iconst(1);
+        let next = self.b.ins().iadd(steps, one);
+        self.b.ins().store(m, next, self.ctx, OFF_STEPS);
+    }
+
+    /// Spill `vals` to a stack buffer of 8-byte slots; returns its address.
+    fn buffer(&mut self, vals: &[Value]) -> Value {
+        let size = (vals.len().max(1) * 8) as u32;
+        let ss = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            size,
+            3,
+        ));
+        for (i, v) in vals.iter().enumerate() {
+            self.b.ins().stack_store(I64, *v, ss, (i * 8) as i32);
+        }
+        self.b.ins().stack_addr(I64, ss, 0)
+    }
+
+    /// An access hook: with an inline filter (`JitOptions::inline_filter`), skip the
+    /// call when the object's header has none of the filter's bits. `write` is the
+    /// type of the written value (None: a read; Some(None): unknown, treated as a
+    /// reference); `filterable` is false for statics.
+    fn access_hook(
+        &mut self,
+        rt: Rt,
+        obj: Value,
+        args: &[Value],
+        filterable: bool,
+        write: Option<Option<&IrType>>,
+    ) {
+        let mask = match (self.opts().inline_filter, filterable) {
+            (Some(f), true) => Some(match write {
+                None => f.mask,
+                Some(None) => f.ref_write_mask,
+                Some(Some(t)) => f.mask_for(Some(t)),
+            }),
+            _ => None,
+        };
+        match mask {
+            Some(mask) => {
+                let h =
+                    self.b
+                        .ins()
+                        .load(I64, heap_mem(), obj, (layout::HEADER * layout::WORD) as i32);
+                let bits = self.b.ins().band_imm_s(h, mask as i64);
+                let call = self.b.create_block();
+                let cont = self.b.create_block();
+                self.b.ins().brif(bits, call, &[], cont, &[]);
+                self.b.switch_to_block(call);
+                self.call_rt(rt, args);
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(cont);
+            }
+            None => {
+                self.call_rt(rt, args);
+            }
+        }
+    }
+
+    // ------------------------------------------------------- method prologue
+
+    fn needs_frame_hooks(&self) -> bool {
+        self.func.is_synchronized || self.opts().hooks
+    }
+
+    /// Acquire (synchronized), enter, begin: `runtime_fns::jit_prologue`.
+    fn prologue(&mut self, params: &[Value]) {
+        if !self.needs_frame_hooks() {
+            return;
+        }
+        let buf = self.buffer(params);
+        let f = self.iconst(self.fid.0 as i64);
+        let lock = self.call_rt(Rt::Prologue, &[f, buf]);
+        self.check_failed();
+        self.lock = lock;
+    }
+
+    // ----------------------------------------------------------- instructions
+
+    fn inst(&mut self, inst: &Inst) {
+        match inst {
+            Inst::Const { dst, value } => self.const_(*dst, *value),
+            Inst::Copy { dst, src } => {
+                let v = self.use_(*src);
+                self.def(*dst, v);
+            }
+            Inst::Unary { dst, op, src } => self.unary(*dst, *op, *src),
+            Inst::Binary {
+                dst,
+                op,
+                lhs,
+                rhs,
+                site,
+            } => self.binary(*dst, *op, *lhs, *rhs, *site),
+            Inst::Convert { dst, conv, src } => self.convert(*dst, *conv, *src),
+            Inst::GetField {
+                dst,
+                obj,
+                field,
+                site,
+            } => self.get_field(*dst, *obj, *field, *site),
+            Inst::PutField {
+                obj,
+                field,
+                src,
+                site,
+            } => self.put_field(*obj, *field, *src, *site),
+            Inst::GetStatic { dst, field, site } => self.get_static(*dst, *field, *site),
+            Inst::PutStatic { field, src, site } => self.put_static(*field, *src, *site),
+            Inst::ArrayLoad {
+                dst,
+                arr,
+                index,
+                site,
+            } => self.array_load(*dst, *arr, *index, *site),
+            Inst::ArrayStore {
+                arr,
+                index,
+                src,
+                site,
+            } => self.array_store(*arr, *index, *src, *site),
+            Inst::ArrayLength { dst, arr, site } => self.array_length(*dst, *arr, *site),
+            Inst::New { dst, class, site } => {
+                let c = self.iconst(class.0 as i64);
+                self.fallible(Rt::New, &[c], *site, Some(*dst));
+            }
+            Inst::NewArray {
+                dst,
+                elem,
+                dims,
+                site,
+            } => self.new_array(*dst, elem, dims, *site),
+            Inst::Call {
+                dst,
+                func,
+                args,
+                site,
+            } => self.call(*dst, *func, args, *site),
+            Inst::Fork {
+                dst,
+                func,
+                args,
+                site,
+            } => self.fork(*dst, *func, args, *site),
+            Inst::Join { thread, site } => {
+                let t = self.use_(*thread);
+                self.fallible(Rt::Join, &[t], *site, None);
+            }
+            Inst::ThreadId { dst } => {
+                let v = self
+                    .b
+                    .ins()
+                    .load(I64, MemFlagsData::trusted(), self.ctx, OFF_TID);
+                self.def(*dst, v);
+            }
+            Inst::MonitorEnter { obj, site } => {
+                let o = self.use_(*obj);
+                self.fallible(Rt::MonitorEnter, &[o], *site, None);
+            }
+            Inst::MonitorExit { obj, site } => {
+                let o = self.use_(*obj);
+                self.fallible(Rt::MonitorExit, &[o], *site, None);
+            }
+            Inst::Wait { obj, site } => {
+                let o = self.use_(*obj);
+                self.fallible(Rt::Wait, &[o], *site, None);
+            }
+            Inst::Notify { obj, all, site } => {
+                let o = self.use_(*obj);
+                let a = self.iconst(*all as i64);
+                self.fallible(Rt::Notify, &[o, a], *site, None);
+            }
+            Inst::NewBarrier { dst, parties, site } => {
+                let p = self.use_(*parties);
+                self.fallible(Rt::NewBarrier, &[p], *site, Some(*dst));
+            }
+            Inst::BarrierAwait { barrier, site } => {
+                let b = self.use_(*barrier);
+                self.fallible(Rt::BarrierAwait, &[b], *site, None);
+            }
+            Inst::SpecBegin { spec, site } => self.spec(*spec, false, *site),
+            Inst::SpecEnd { spec, site } => self.spec(*spec, true, *site),
+            Inst::Math { dst, func, args } => self.math(*dst, *func, args),
+            Inst::Print { args, site } => self.print(args, *site),
+            Inst::Assert { cond, site } => {
+                let c = self.use_(*cond);
+                let is_false = self.b.ins().icmp_imm_s(IntCC::Equal, c, 0);
+                let z = self.iconst(0);
+                self.error_if(is_false, err::ASSERT, *site, z, z);
+            }
+        }
+    }
+
+    /// A runtime operation that may fail: `rt(ctx, args…, site)`, then the check.
+    fn fallible(&mut self, rt: Rt, args: &[Value], site: SiteId, dst: Option<Local>) {
+        let mut all = args.to_vec();
+        all.push(self.iconst(site.0 as i64));
+        let r = self.call_rt(rt, &all);
+        self.check_failed();
+        if let (Some(d), Some(v)) = (dst, r) {
+            self.def(d, v);
+        }
+    }
+
+    fn const_(&mut self, dst: Local, value: Const) {
+        let bits = const_bits(value);
+        let v = if self.local_type(dst) == F64 {
+            self.b.ins().f64const(f64::from_bits(bits))
+        } else {
+            self.b.ins().iconst(I64, bits as i64)
+        };
+        self.def(dst, v);
+    }
+
+    fn bool_of(&mut self, c: Value) -> Value {
+        self.b.ins().uextend(I64, c)
+    }
+
+    /// `ops::unary`.
+    fn unary(&mut self, dst: Local, op: UnOp, src: Local) {
+        let a = self.use_(src);
+        let v = match op {
+            UnOp::INeg => self.b.ins().ineg(a),
+            UnOp::FNeg => self.b.ins().fneg(a),
+            UnOp::Not => {
+                let c = self.b.ins().icmp_imm_s(IntCC::Equal, a, 0);
+                self.bool_of(c)
+            }
+            UnOp::BitNot => self.b.ins().bnot(a),
+        };
+        self.def(dst, v);
+    }
+
+    /// `ops::binary`: wrapping ints, shift counts masked with 63 (CLIF shifts mask
+    /// by the type width), IEEE doubles; `/` and `%` check for zero and avoid the
+    /// hardware trap of `i64::MIN / -1`.
+    fn binary(&mut self, dst: Local, op: BinOp, lhs: Local, rhs: Local, site: SiteId) {
+        let a = self.use_(lhs);
+        let b = self.use_(rhs);
+        let v = match op {
+            BinOp::IAdd => self.b.ins().iadd(a, b),
+            BinOp::ISub => self.b.ins().isub(a, b),
+            BinOp::IMul => self.b.ins().imul(a, b),
+            BinOp::IDiv | BinOp::IRem => {
+                let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
+                let z = self.iconst(0);
+                self.error_if(zero, err::DIV_ZERO, site, z, z);
+                let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
+                let one = self.iconst(1);
+                let safe = self.b.ins().select(m1, one, b);
+                if op == BinOp::IDiv {
+                    let q = self.b.ins().sdiv(a, safe);
+                    let neg = self.b.ins().ineg(a);
+                    self.b.ins().select(m1, neg, q)
+                } else {
+                    // x % -1 == 0 == x % 1.
+                    self.b.ins().srem(a, safe)
+                }
+            }
+            BinOp::IAnd | BinOp::BAnd => self.b.ins().band(a, b),
+            BinOp::IOr | BinOp::BOr => self.b.ins().bor(a, b),
+            BinOp::IXor | BinOp::BXor => self.b.ins().bxor(a, b),
+            BinOp::Shl => self.b.ins().ishl(a, b),
+            BinOp::Shr => self.b.ins().sshr(a, b),
+            BinOp::UShr => self.b.ins().ushr(a, b),
+            BinOp::FAdd => self.b.ins().fadd(a, b),
+            BinOp::FSub => self.b.ins().fsub(a, b),
+            BinOp::FMul => self.b.ins().fmul(a, b),
+            BinOp::FDiv => self.b.ins().fdiv(a, b),
+            BinOp::FRem => self.call_rt(Rt::FRem, &[a, b]).unwrap_or(a),
+            BinOp::ICmp(c) => {
+                let cc = match c {
+                    Cmp::Eq => IntCC::Equal,
+                    Cmp::Ne => IntCC::NotEqual,
+                    Cmp::Lt => IntCC::SignedLessThan,
+                    Cmp::Le => IntCC::SignedLessThanOrEqual,
+                    Cmp::Gt => IntCC::SignedGreaterThan,
+                    Cmp::Ge => IntCC::SignedGreaterThanOrEqual,
+                };
+                let r = self.b.ins().icmp(cc, a, b);
+                self.bool_of(r)
+            }
+            BinOp::FCmp(c) => {
+                // Ordered comparisons (false on NaN) except `!=` (true on NaN).
+                let cc = match c {
+                    Cmp::Eq => FloatCC::Equal,
+                    Cmp::Ne => FloatCC::NotEqual,
+                    Cmp::Lt => FloatCC::LessThan,
+                    Cmp::Le => FloatCC::LessThanOrEqual,
+                    Cmp::Gt => FloatCC::GreaterThan,
+                    Cmp::Ge => FloatCC::GreaterThanOrEqual,
+                };
+                let r = self.b.ins().fcmp(cc, a, b);
+                self.bool_of(r)
+            }
+            BinOp::BEq | BinOp::RefEq => {
+                let r = self.b.ins().icmp(IntCC::Equal, a, b);
+                self.bool_of(r)
+            }
+            BinOp::BNe | BinOp::RefNe => {
+                let r = self.b.ins().icmp(IntCC::NotEqual, a, b);
+                self.bool_of(r)
+            }
+        };
+        self.def(dst, v);
+    }
+
+    /// `ops::convert`: `fcvt_to_sint_sat` saturates and maps NaN to 0, like Rust's `as`.
+    fn convert(&mut self, dst: Local, conv: Conv, src: Local) {
+        let a = self.use_(src);
+        let v = match conv {
+            Conv::IntToDouble => self.b.ins().fcvt_from_sint(F64, a),
+            Conv::DoubleToInt => self.b.ins().fcvt_to_sint_sat(I64, a),
+        };
+        self.def(dst, v);
+    }
+
+    fn get_field(&mut self, dst: Local, obj: Local, field: FieldRef, site: SiteId) {
+        let o = self.use_(obj);
+        let (c, i) = (field.class.0 as i64, field.index as i64);
+        self.null_check(o, err::NULL_READ_FIELD, site, c, i);
+        self.point();
+        let fd = self.env.prog.field(field);
+        let ty = self.local_type(dst);
+        let word = (layout::FIELD0 + field.index as usize) as i64;
+        self.read(
+            dst,
+            o,
+            word,
+            field.index as i64,
+            fd.is_volatile,
+            ty,
+            site,
+            true,
+        );
+    }
+
+    /// A field or static read (the interpreter's `Interp::read`): volatile through
+    /// the runtime (atomic with its event), plain inline plus the `Read` hook.
+    #[allow(clippy::too_many_arguments)]
+    fn read(
+        &mut self,
+        dst: Local,
+        o: Value,
+        word: i64,
+        slot: i64,
+        volatile: bool,
+        ty: types::Type,
+        site: SiteId,
+        filterable: bool,
+    ) {
+        if volatile {
+            let w = self.iconst(word);
+            let sl = self.iconst(slot);
+            let s = self.iconst(site.0 as i64);
+            let v = self
+                .call_rt(Rt::VolatileRead, &[o, w, sl, s])
+                .expect("volatile read result");
+            self.def(dst, v);
+            return;
+        }
+        let v = self
+            .b
+            .ins()
+            .load(ty, heap_mem(), o, (word as usize * layout::WORD) as i32);
+        self.def(dst, v);
+        if self.opts().hooks {
+            let sl = self.iconst(slot);
+            let s = self.iconst(site.0 as i64);
+            self.access_hook(Rt::EvRead, o, &[o, sl, s], filterable, None);
+        }
+    }
+
+    /// A field or static write (the interpreter's `Interp::write`).
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &mut self,
+        o: Value,
+        word: i64,
+        slot: i64,
+        v: Value,
+        ty: &IrType,
+        volatile: bool,
+        site: SiteId,
+        filterable: bool,
+    ) {
+        let is_ref = ty.is_ref() as i64;
+        if volatile {
+            let w = self.iconst(word);
+            let sl = self.iconst(slot);
+            let bits = self.bits(v);
+            let r = self.iconst(is_ref);
+            let s = self.iconst(site.0 as i64);
+            self.call_rt(Rt::VolatileWrite, &[o, w, sl, bits, r, s]);
+            return;
+        }
+        self.b
+            .ins()
+            .store(heap_mem(), v, o, (word as usize * layout::WORD) as i32);
+        if self.opts().hooks {
+            let sl = self.iconst(slot);
+            let bits = self.bits(v);
+            let r = self.iconst(is_ref);
+            let s = self.iconst(site.0 as i64);
+            self.access_hook(
+                Rt::EvWrite,
+                o,
+                &[o, sl, bits, r, s],
+                filterable,
+                Some(Some(ty)),
+            );
+        }
+    }
+
+    fn put_field(&mut self, obj: Local, field: FieldRef, src: Local, site: SiteId) {
+        let o = self.use_(obj);
+        let (c, i) = (field.class.0 as i64, field.index as i64);
+        self.null_check(o, err::NULL_WRITE_FIELD, site, c, i);
+        self.point();
+        let fd = self.env.prog.field(field);
+        let v = self.use_(src);
+        let word = (layout::FIELD0 + field.index as usize) as i64;
+        self.write(
+            o,
+            word,
+            field.index as i64,
+            v,
+            &fd.ty.clone(),
+            fd.is_volatile,
+            site,
+            true,
+        );
+    }
+
+    fn statics(&mut self) -> Value {
+        self.iconst(self.env.image.statics as i64)
+    }
+
+    /// Statics are never filtered inline (every thread shares them).
+    fn get_static(&mut self, dst: Local, field: StaticId, site: SiteId) {
+        self.point();
+        let sf = self.env.prog.static_field(field);
+        let o = self.statics();
+        let ty = self.local_type(dst);
+        let word = (layout::FIELD0 + field.index()) as i64;
+        self.read(
+            dst,
+            o,
+            word,
+            field.0 as i64,
+            sf.is_volatile,
+            ty,
+            site,
+            false,
+        );
+    }
+
+    fn put_static(&mut self, field: StaticId, src: Local, site: SiteId) {
+        self.point();
+        let sf = self.env.prog.static_field(field);
+        let o = self.statics();
+        let v = self.use_(src);
+        let word = (layout::FIELD0 + field.index()) as i64;
+        let ty = sf.ty.clone();
+        self.write(o, word, field.0 as i64, v, &ty, sf.is_volatile, site, false);
+    }
+
+    /// Null and bounds checks of `a[i]` (the interpreter's `Interp::element`);
+    /// returns the element's address minus the data offset.
+    fn element(&mut self, a: Value, i: Value, site: SiteId) -> Value {
+        self.null_check(a, err::NULL_INDEX, site, 0, 0);
+        let len = self.b.ins().load(
+            I64,
+            heap_mem(),
+            a,
+            (layout::ARRAY_LEN * layout::WORD) as i32,
+        );
+        // `i < 0 || i >= len` as one unsigned comparison.
+        let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+        self.error_if(out, err::BOUNDS, site, i, len);
+        let off = self.b.ins().ishl_imm_u(i, 3);
+        self.b.ins().iadd(a, off)
+    }
+
+    const DATA: i32 = (layout::ARRAY_DATA * layout::WORD) as i32;
+
+    fn array_load(&mut self, dst: Local, arr: Local, index: Local, site: SiteId) {
+        let a = self.use_(arr);
+        let i = self.use_(index);
+        let p = self.element(a, i, site);
+        self.point();
+        let ty = self.local_type(dst);
+        let v = self.b.ins().load(ty, heap_mem(), p, Self::DATA);
+        self.def(dst, v);
+        if self.opts().hooks {
+            let s = self.iconst(site.0 as i64);
+            self.access_hook(Rt::EvRead, a, &[a, i, s], true, None);
+        }
+    }
+
+    fn array_store(&mut self, arr: Local, index: Local, src: Local, site: SiteId) {
+        let a = self.use_(arr);
+        let i = self.use_(index);
+        let p = self.element(a, i, site);
+        self.point();
+        let v = self.use_(src);
+        self.b.ins().store(heap_mem(), v, p, Self::DATA);
+        if self.opts().hooks {
+            let bits = self.bits(v);
+            let s = self.iconst(site.0 as i64);
+            let elem = match &self.func.locals[arr.index()].ty {
+                IrType::Array(e) => Some((**e).clone()),
+                _ => None,
+            };
+            let args = [a, i, bits, s];
+            self.access_hook(Rt::EvArrayWrite, a, &args, true, Some(elem.as_ref()));
+        }
+    }
+
+    fn array_length(&mut self, dst: Local, arr: Local, site: SiteId) {
+        let a = self.use_(arr);
+        self.null_check(a, err::NULL_LENGTH, site, 0, 0);
+        let len = self.b.ins().load(
+            I64,
+            heap_mem(),
+            a,
+            (layout::ARRAY_LEN * layout::WORD) as i32,
+        );
+        self.def(dst, len);
+    }
+
+    fn new_array(&mut self, dst: Local, elem: &IrType, dims: &[Local], site: SiteId) {
+        let id = self.tables.new_arrays.len() as i64;
+        self.tables.new_arrays.push(elem.clone());
+        let vals: Vec<Value> = dims.iter().map(|d| self.use_(*d)).collect();
+        let buf = self.buffer(&vals);
+        let e = self.iconst(id);
+        let n = self.iconst(vals.len() as i64);
+        self.fallible(Rt::NewArray, &[e, buf, n], site, Some(dst));
+    }
+
+    /// A direct call (the interpreter's `Inst::Call`): receiver null check, depth
+    /// check, scheduling point, shadow-stack push, step, call, pop, failure check.
+    fn call(&mut self, dst: Option<Local>, f: FuncId, args: &[Local], site: SiteId) {
+        let callee = self.env.prog.func(f);
+        let mut vals = Vec::with_capacity(args.len() + 1);
+        vals.push(self.ctx);
+        for (i, a) in args.iter().enumerate() {
+            let v = self.use_(*a);
+            let want = cl_type(&callee.locals[i].ty).unwrap_or(I64);
+            vals.push(self.coerce(v, want));
+        }
+        if callee.kind != FuncKind::Static {
+            self.null_check(vals[1], err::NULL_CALL, site, f.0 as i64, 0);
+        }
+        let m = MemFlagsData::trusted();
+        let depth = self.b.ins().load(I64, m, self.ctx, OFF_DEPTH);
+        let max = self.b.ins().load(I64, m, self.ctx, OFF_MAX_DEPTH);
+        let over = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, depth, max);
+        let z = self.iconst(0);
+        self.error_if(over, err::STACK_OVERFLOW, site, z, z);
+        self.point();
+        let frames = self.b.ins().load(I64, m, self.ctx, OFF_FRAMES);
+        let off = self.b.ins().ishl_imm_u(depth, 3);
+        let slot = self.b.ins().iadd(frames, off);
+        let packed = self.iconst(pack_frame(f, site) as i64);
+        self.b.ins().store(m, packed, slot, 0);
+        let one = self.iconst(1);
+        let deeper = self.b.ins().iadd(depth, one);
+        self.b.ins().store(m, deeper, self.ctx, OFF_DEPTH);
+        if self.opts().count_steps {
+            self.count_step(site);
+        }
+        let fr = self.func_ref(self.env.fn_ids[f.index()]);
+        let call = self.b.ins().call(fr, &vals);
+        let ret = self.b.inst_results(call).first().copied();
+        self.b.ins().store(m, depth, self.ctx, OFF_DEPTH);
+        self.check_failed();
+        if let (Some(d), Some(v)) = (dst, ret) {
+            self.def(d, v);
+        }
+    }
+
+    fn fork(&mut self, dst: Local, f: FuncId, args: &[Local], site: SiteId) {
+        let vals: Vec<Value> = args
+            .iter()
+            .map(|a| {
+                let v = self.use_(*a);
+                self.bits(v)
+            })
+            .collect();
+        let buf = self.buffer(&vals);
+        let fv = self.iconst(f.0 as i64);
+        let n = self.iconst(vals.len() as i64);
+        self.fallible(Rt::Fork, &[fv, buf, n], site, Some(dst));
+    }
+
+    fn spec(&mut self, spec: Spec, end: bool, site: SiteId) {
+        if !self.opts().hooks {
+            return;
+        }
+        let which = (end as i64) * 2 + (spec == Spec::Atomic) as i64;
+        let w = self.iconst(which);
+        let s = self.iconst(site.0 as i64);
+        self.call_rt(Rt::EvSpec, &[w, s]);
+    }
+
+    /// `ops::math`: exact operations inline (sqrt, fabs, floor are correctly rounded
+    /// IEEE operations; integer abs/min/max), the rest through the very same Rust
+    /// functions the interpreter calls.
+    fn math(&mut self, dst: Local, func: MathFn, args: &[Local]) {
+        let vals: Vec<Value> = args.iter().map(|a| self.use_(*a)).collect();
+        let a = vals.first().copied().unwrap_or_else(|| self.iconst(0));
+        let v = match func {
+            MathFn::Sqrt => self.b.ins().sqrt(a),
+            MathFn::AbsDouble => self.b.ins().fabs(a),
+            MathFn::Floor => self.b.ins().floor(a),
+            MathFn::AbsInt => {
+                let neg = self.b.ins().ineg(a);
+                let is_neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, a, 0);
+                self.b.ins().select(is_neg, neg, a)
+            }
+            MathFn::MinInt => self.b.ins().smin(a, vals[1]),
+            MathFn::MaxInt => self.b.ins().smax(a, vals[1]),
+            _ => {
+                let idx = MATH_FNS.iter().position(|m| *m == func).unwrap_or(0) as i64;
+                let k = self.iconst(idx);
+                let x = self.bits(a);
+                let y = match vals.get(1) {
+                    Some(v) => self.bits(*v),
+                    None => self.iconst(0),
+                };
+                self.call_rt(Rt::Math, &[k, x, y]).expect("math result")
+            }
+        };
+        self.def(dst, v);
+    }
+
+    fn print(&mut self, args: &[PrintArg], _site: SiteId) {
+        let mut vals = Vec::new();
+        let mut desc = Vec::with_capacity(args.len());
+        for a in args {
+            match a {
+                PrintArg::Str(s) => desc.push(PrintArg::Str(s.clone())),
+                PrintArg::Value(l, repr) => {
+                    desc.push(PrintArg::Value(Local(vals.len() as u32), *repr));
+                    let v = self.use_(*l);
+                    vals.push(self.bits(v));
+                }
+            }
+        }
+        let id = self.tables.prints.len() as i64;
+        self.tables.prints.push(desc);
+        let buf = self.buffer(&vals);
+        let i = self.iconst(id);
+        self.call_rt(Rt::Print, &[i, buf]);
+    }
+
+    // ------------------------------------------------------------ terminators
+
+    /// The target of an edge to IR block `to`: a back-edge (to an equal or lower
+    /// index — every CFG cycle has one) first polls the stop flag.
+    fn edge(&mut self, to: BlockId) -> Block {
+        let head = self.heads[to.index()];
+        if to.index() > self.cur {
+            return head;
+        }
+        let poll = self.b.create_block();
+        self.polls.push((poll, head));
+        poll
+    }
+
+    /// Fill the poll blocks of the edges just emitted.
+    fn fill_polls(&mut self) {
+        for (poll, head) in std::mem::take(&mut self.polls) {
+            self.b.switch_to_block(poll);
+            let flag = self
+                .b
+                .ins()
+                .load(types::I8, MemFlagsData::trusted(), self.abort_ptr, 0);
+            self.b.ins().brif(flag, self.stop, &[], head, &[]);
+        }
+    }
+
+    fn terminator(&mut self, term: &Terminator) {
+        match term {
+            Terminator::Jump(to) => {
+                let t = self.edge(*to);
+                self.b.ins().jump(t, &[]);
+            }
+            Terminator::Branch {
+                cond,
+                then_to,
+                else_to,
+            } => {
+                let c = self.use_(*cond);
+                let t = self.edge(*then_to);
+                let e = self.edge(*else_to);
+                self.b.ins().brif(c, t, &[], e, &[]);
+            }
+            Terminator::Return(v) => self.ret(*v),
+            Terminator::Unreachable => {
+                let site = block_site(self.func, self.cur);
+                let c = self.iconst(err::UNREACHABLE);
+                let s = self.iconst(site.0 as i64);
+                let z = self.iconst(0);
+                self.call_rt(Rt::Error, &[c, s, z, z]);
+                self.b.ins().jump(self.fail, &[]);
+            }
+        }
+    }
+
+    /// End, exit, release (`runtime_fns::jit_epilogue`), then return.
+    fn ret(&mut self, v: Option<Local>) {
+        let ret_ty = cl_type(&self.func.ret);
+        let val = match (v, ret_ty) {
+            (Some(l), Some(ty)) => {
+                let x = self.use_(l);
+                Some(self.coerce(x, ty))
+            }
+            (None, Some(ty)) => Some(self.zero(ty)),
+            _ => None,
+        };
+        if self.needs_frame_hooks() {
+            let f = self.iconst(self.fid.0 as i64);
+            let bits = match val {
+                Some(x) => self.bits(x),
+                None => self.iconst(0),
+            };
+            let lock = match self.lock {
+                Some(l) => l,
+                None => self.iconst(0),
+            };
+            self.call_rt(Rt::Epilogue, &[f, bits, lock]);
+            self.check_failed();
+        }
+        match val {
+            Some(x) => self.b.ins().return_(&[x]),
+            None => self.b.ins().return_(&[]),
+        };
+    }
+}
+
+/// The entry of a thread: `fn(ctx, args: *const u64)` loading each parameter from
+/// `args` and calling the compiled function.
+pub fn trampoline(
+    module: &mut JITModule,
+    func: &mut ir::Function,
+    fctx: &mut FunctionBuilderContext,
+    f: &Function,
+    target: cranelift_module::FuncId,
+) {
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(I64));
+    sig.params.push(AbiParam::new(I64));
+    func.signature = sig;
+    func.name = ir::UserFuncName::user(1, target.as_u32());
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let ctx = b.block_params(entry)[0];
+    let args = b.block_params(entry)[1];
+    let fr = module.declare_func_in_func(target, b.func);
+    let mut vals = vec![ctx];
+    for (i, l) in f.locals[..f.num_params as usize].iter().enumerate() {
+        let ty = cl_type(&l.ty).unwrap_or(I64);
+        vals.push(
+            b.ins()
+                .load(ty, MemFlagsData::trusted(), args, (i * 8) as i32),
+        );
+    }
+    b.ins().call(fr, &vals);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(module.target_config());
+}

@@ -1,0 +1,643 @@
+//! Differential tests of the JIT tier against the interpreter (the reference
+//! semantics), in-process through `vm::run_program`:
+//! - every corpus program (examples, bugs, errors) under several `--sched seeded:N`:
+//!   stdout, exit code, rendered runtime error, the full event sequence (recorded by a
+//!   test pass, objects named by their deterministic labels) and the default chain's
+//!   report must be equal; examples also under `--sched os` with no chain;
+//! - targeted programs for every arithmetic edge case and every runtime error, with
+//!   the expected error kind checked on both tiers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use analyses::chain::{ChainOptions, Shared};
+use analyses::clocks::Clocks;
+use analyses::ctx::CtxTree;
+use analyses::env::Env;
+use analyses::pass::Local;
+use analyses::report::Reporter;
+use analyses::thread::ThreadState;
+use analyses::{Chain, Event, EventKind, Flow, ObjId, Pass};
+use lang::ir::{Program, SourceFile};
+use parking_lot::Mutex;
+use vm::{ErrorKind, ExitKind, RunConfig, RunOutcome, SchedKind, Tier, run_program};
+
+const SEEDS: [u64; 3] = [1, 2, 3];
+
+/// Records every event as a line, objects named by `Env::obj_label`.
+struct Recorder {
+    env: Arc<dyn Env>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    fn line(&self, ev: &Event<'_>) -> String {
+        let o = |x: ObjId| self.env.obj_label(x);
+        let oo = |x: Option<ObjId>| x.map_or("-".to_string(), o);
+        let list = |xs: &[ObjId]| xs.iter().map(|x| o(*x)).collect::<Vec<_>>().join(",");
+        let k = match ev.kind {
+            EventKind::Read { loc } => format!("read {}.{}", o(loc.obj), loc.slot),
+            EventKind::Write { loc, value } => {
+                format!("write {}.{} {}", o(loc.obj), loc.slot, oo(value))
+            }
+            EventKind::VolatileRead { loc } => format!("vread {}.{}", o(loc.obj), loc.slot),
+            EventKind::VolatileWrite { loc, value } => {
+                format!("vwrite {}.{} {}", o(loc.obj), loc.slot, oo(value))
+            }
+            EventKind::Acquire { lock } => format!("acq {}", o(lock)),
+            EventKind::Release { lock } => format!("rel {}", o(lock)),
+            EventKind::Fork { child, handed } => format!("fork T{child} [{}]", list(handed)),
+            EventKind::Join { child } => format!("join T{child}"),
+            EventKind::BarrierEnter {
+                barrier,
+                generation,
+                parties,
+            } => format!("benter {} {generation} {parties}", o(barrier)),
+            EventKind::BarrierExit {
+                barrier,
+                generation,
+                parties,
+            } => format!("bexit {} {generation} {parties}", o(barrier)),
+            EventKind::Alloc { obj } => format!("alloc {}", o(obj)),
+            EventKind::Enter {
+                method,
+                receiver,
+                args,
+            } => format!("enter m{} {} [{}]", method.0, oo(receiver), list(args)),
+            EventKind::Exit { method, ret } => format!("exit m{} {}", method.0, oo(ret)),
+            EventKind::Begin { spec } => format!("begin {spec:?}"),
+            EventKind::End { spec } => format!("end {spec:?}"),
+            EventKind::ThreadStart => "start".into(),
+            EventKind::ThreadEnd => "end-thread".into(),
+        };
+        format!("T{} s{} {k}", ev.tid, ev.site.0)
+    }
+}
+
+impl Pass for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+    fn access(&self, _t: &ThreadState, _l: &mut Local, ev: &Event<'_>) -> Flow {
+        let l = self.line(ev);
+        self.log.lock().push(l);
+        Flow::Forward
+    }
+    fn event(&self, _t: &ThreadState, _l: &mut Local, ev: &Event<'_>) {
+        let l = self.line(ev);
+        self.log.lock().push(l);
+    }
+}
+
+fn compile_src(name: &str, text: &str) -> Option<Arc<Program>> {
+    let files = vec![SourceFile {
+        name: name.to_string(),
+        text: text.to_string(),
+    }];
+    lang::compile(files).ok().map(|c| Arc::new(c.program))
+}
+
+fn compile_file(p: &Path) -> Option<Arc<Program>> {
+    let text = std::fs::read_to_string(p).expect("read corpus file");
+    let name = p
+        .file_name()
+        .expect("file name")
+        .to_string_lossy()
+        .to_string();
+    compile_src(&name, &text)
+}
+
+struct Run {
+    out: RunOutcome,
+    events: Vec<String>,
+}
+
+/// Resource limits of a run (a corpus file's `//! args:` line).
+#[derive(Clone, Copy)]
+struct Limits {
+    max_steps: u64,
+    max_threads: u64,
+    max_heap: u64,
+}
+
+impl Limits {
+    fn steps(max_steps: u64) -> Limits {
+        let d = RunConfig::default();
+        Limits {
+            max_steps,
+            max_threads: d.max_threads,
+            max_heap: d.max_heap,
+        }
+    }
+
+    /// `--max-steps N`, `--max-threads N`, `--max-heap N` from `//! args:` lines.
+    fn of_file(p: &Path) -> Limits {
+        let mut l = Limits::steps(u64::MAX);
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        for line in text.lines().filter_map(|l| l.strip_prefix("//! args:")) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            for w in words.windows(2) {
+                let n = w[1]
+                    .parse::<u64>()
+                    .unwrap_or_else(|_| panic!("{}: {line}", p.display()));
+                match w[0] {
+                    "--max-steps" => l.max_steps = n,
+                    "--max-threads" => l.max_threads = n,
+                    "--max-heap" => l.max_heap = n,
+                    _ => {}
+                }
+            }
+        }
+        l
+    }
+}
+
+fn run(prog: &Arc<Program>, tier: Tier, sched: SchedKind, record: bool, limits: Limits) -> Run {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut cfg = RunConfig {
+        tier,
+        sched,
+        max_steps: limits.max_steps,
+        max_threads: limits.max_threads,
+        max_heap: limits.max_heap,
+        ..RunConfig::default()
+    };
+    if record {
+        let log2 = log.clone();
+        cfg.chain_factory = Some(Arc::new(move |env: Arc<dyn Env>| {
+            let shared = Arc::new(Shared {
+                env: env.clone(),
+                reporter: Reporter::new(),
+                ctxs: CtxTree::new(),
+                clocks: Clocks::new(),
+                options: ChainOptions::default(),
+            });
+            let rec = Recorder {
+                env,
+                log: log2.clone(),
+            };
+            Ok(Chain::from_passes(vec![Box::new(rec)], shared))
+        }));
+    }
+    let out = run_program(prog.clone(), &cfg).expect("run configuration");
+    let events = std::mem::take(&mut *log.lock());
+    Run { out, events }
+}
+
+fn run_tools(prog: &Arc<Program>, tier: Tier, seed: u64, limits: Limits) -> RunOutcome {
+    let cfg = RunConfig {
+        tier,
+        sched: SchedKind::Seeded(seed),
+        tools: None,
+        max_steps: limits.max_steps,
+        max_threads: limits.max_threads,
+        max_heap: limits.max_heap,
+        ..RunConfig::default()
+    };
+    run_program(prog.clone(), &cfg).expect("run configuration")
+}
+
+/// Differences between the two tiers' runs (empty = equal).
+fn diff(what: &str, a: &Run, b: &Run, events: bool) -> Vec<String> {
+    let mut d = Vec::new();
+    if a.out.exit != b.out.exit {
+        d.push(format!("{what}: exit {:?} vs {:?}", a.out.exit, b.out.exit));
+    }
+    if a.out.stdout != b.out.stdout {
+        d.push(format!(
+            "{what}: stdout\n--- interp\n{}--- jit\n{}",
+            a.out.stdout_string(),
+            b.out.stdout_string()
+        ));
+    }
+    if a.out.error_text != b.out.error_text {
+        d.push(format!(
+            "{what}: error\n--- interp\n{:?}\n--- jit\n{:?}",
+            a.out.error_text, b.out.error_text
+        ));
+    }
+    if events && a.events != b.events {
+        let i = a
+            .events
+            .iter()
+            .zip(&b.events)
+            .position(|(x, y)| x != y)
+            .unwrap_or(a.events.len().min(b.events.len()));
+        d.push(format!(
+            "{what}: events differ at #{i} (of {} vs {}): {:?} vs {:?}",
+            a.events.len(),
+            b.events.len(),
+            a.events.get(i),
+            b.events.get(i)
+        ));
+    }
+    d
+}
+
+fn corpus(sub: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("corpus")
+        .join(sub);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("corpus directory")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cj"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn is_heavy(p: &Path) -> bool {
+    std::fs::read_to_string(p)
+        .map(|t| t.lines().take(3).any(|l| l.contains("//! heavy")))
+        .unwrap_or(false)
+}
+
+/// Every corpus program, both tiers, several seeds: output, error and events equal.
+fn differential(sub: &str) {
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for p in corpus(sub) {
+        let Some(prog) = compile_file(&p) else {
+            continue;
+        };
+        ran += 1;
+        let name = p
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        let lim = Limits::of_file(&p);
+        if is_heavy(&p) {
+            let a = run(&prog, Tier::Interp, SchedKind::Seeded(1), false, lim);
+            let b = run(&prog, Tier::Jit, SchedKind::Seeded(1), false, lim);
+            failures.extend(diff(&format!("{name} seeded:1"), &a, &b, false));
+            continue;
+        }
+        for seed in SEEDS {
+            let a = run(&prog, Tier::Interp, SchedKind::Seeded(seed), true, lim);
+            let b = run(&prog, Tier::Jit, SchedKind::Seeded(seed), true, lim);
+            failures.extend(diff(&format!("{name} seeded:{seed}"), &a, &b, true));
+        }
+        // The default analysis chain: identical reports.
+        let a = run_tools(&prog, Tier::Interp, 1, lim);
+        let b = run_tools(&prog, Tier::Jit, 1, lim);
+        if a.report != b.report || a.warnings_text != b.warnings_text {
+            failures.push(format!(
+                "{name}: default-chain report differs\n--- interp\n{}\n--- jit\n{}",
+                a.report, b.report
+            ));
+        }
+    }
+    assert!(ran > 0, "no compilable program in corpus/{sub}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn corpus_examples_equal_on_both_tiers() {
+    differential("examples");
+    // Also in parallel (`--sched os`), no chain: the examples are deterministic.
+    let mut failures = Vec::new();
+    for p in corpus("examples") {
+        let Some(prog) = compile_file(&p) else {
+            continue;
+        };
+        let lim = Limits::of_file(&p);
+        let a = run(&prog, Tier::Interp, SchedKind::Os, false, lim);
+        let b = run(&prog, Tier::Jit, SchedKind::Os, false, lim);
+        failures.extend(diff(&format!("{} os", p.display()), &a, &b, false));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn corpus_bugs_equal_on_both_tiers() {
+    differential("bugs");
+}
+
+#[test]
+fn corpus_errors_equal_on_both_tiers() {
+    differential("errors");
+}
+
+// ------------------------------------------------------------ targeted programs
+
+/// Run `main`'s body on both tiers; both must agree; returns the JIT's outcome.
+fn both(body: &str, max_steps: u64) -> RunOutcome {
+    let src = format!(
+        "class Box {{ int v; double d; int[] a; Box next; \
+         int get() {{ return v; }} \
+         static int deep(int n) {{ return n == 0 ? 0 : 1 + deep(n - 1); }} }}\n\
+         class Main {{ static void main() {{ {body} }} }}\n"
+    );
+    let prog = compile_src("t.cj", &src).unwrap_or_else(|| panic!("does not compile:\n{src}"));
+    let mut failures = Vec::new();
+    let mut last = None;
+    for sched in [SchedKind::Os, SchedKind::Seeded(7)] {
+        let lim = Limits::steps(max_steps);
+        let a = run(&prog, Tier::Interp, sched, sched != SchedKind::Os, lim);
+        let b = run(&prog, Tier::Jit, sched, sched != SchedKind::Os, lim);
+        failures.extend(diff(&format!("{sched:?}"), &a, &b, true));
+        last = Some(b.out);
+    }
+    assert!(failures.is_empty(), "{body}\n{}", failures.join("\n"));
+    last.expect("one run")
+}
+
+fn stdout_of(body: &str) -> String {
+    let o = both(body, u64::MAX);
+    assert_eq!(o.exit, ExitKind::Ok, "{body}: {:?}", o.error_text);
+    o.stdout_string()
+}
+
+fn error_of(body: &str, max_steps: u64) -> (ErrorKind, String) {
+    let o = both(body, max_steps);
+    assert_eq!(o.exit, ExitKind::RuntimeError, "{body}");
+    let e = o.error.expect("error");
+    (e.kind, o.error_text.unwrap_or_default())
+}
+
+#[test]
+fn integer_edge_cases() {
+    let out = stdout_of(
+        "int min = 0x7fff_ffff_ffff_ffff + 1; int m1 = -1; int z = 0; \
+         print(min / m1, min % m1, 7 / m1, -7 % m1, min * m1, -min); \
+         print(-7 / 2, -7 % 2, 7 % -2, min / 1, min % 1); \
+         int s = 65; int n = -1; int big = 64; \
+         print(1 << s, 1 << n, min >> big, min >>> s, -8 >> 1, -1 >>> 60, 1 << big); \
+         print(Math.abs(min), Math.abs(-5), Math.min(min, 3), Math.max(min, 3), ~z);",
+    );
+    let expect = format!(
+        "{} 0 -7 0 {} {}\n-3 -1 1 {} 0\n2 {} {} {} -4 15 1\n{} 5 {} 3 -1\n",
+        i64::MIN,
+        i64::MIN,
+        i64::MIN,
+        i64::MIN,
+        i64::MIN,
+        i64::MIN,
+        (i64::MIN as u64 >> 1),
+        i64::MIN,
+        i64::MIN
+    );
+    assert_eq!(out, expect);
+}
+
+#[test]
+fn double_edge_cases() {
+    let out = stdout_of(
+        "double zero = 0.0; double nan = zero / zero; double inf = 1.0 / zero; \
+         print((int) nan, (int) inf, (int) -inf, (int) 1e300, (int) -2.7, (int) 2.7); \
+         print(nan == nan, nan != nan, nan < 1.0, nan >= 1.0, -zero == zero); \
+         print(5.5 % 2.0, -5.5 % 2.0, 5.5 % zero, inf % 2.0, 1.0 % inf); \
+         print(Math.sqrt(2.0), Math.sqrt(-1.0), Math.floor(-2.5), Math.abs(-zero)); \
+         print(Math.sin(1.0), Math.cos(1.0), Math.exp(1.0), Math.log(10.0)); \
+         print(Math.pow(2.0, 0.5), Math.pow(1.0, nan), Math.pow(1.0, inf), Math.pow(nan, 0.0)); \
+         print(Math.min(zero, -zero), Math.max(-zero, zero), Math.min(nan, 1.0), Math.max(1.0, 2.0)); \
+         int i = 3; double d = i; print(d / 2, (double) (1 << 62), -d);",
+    );
+    assert!(out.starts_with(&format!("0 {} {} {} -2 2\n", i64::MAX, i64::MIN, i64::MAX)));
+    assert!(out.contains("false true false false true\n"), "{out}");
+    assert!(out.contains("1.5 -1.5 NaN NaN 1.0\n"), "{out}");
+    assert!(out.contains("-0.0 0.0 NaN 2.0\n"), "{out}");
+}
+
+#[test]
+fn heap_and_calls_compute_the_same() {
+    let out = stdout_of(
+        "Box b = new Box(); b.v = 41; b.d = 0.5; b.a = new int[3]; b.a[2] = b.get() + 1; \
+         int[][] g = new int[2][3]; g[1][2] = 9; double[] ds = new double[2]; ds[1] = 2.5; \
+         b.next = b; print(b.a[2], b.a.length, g[1][2], g[0].length, ds[1] * b.d, b.next == b); \
+         print(Box.deep(500), Thread.id());",
+    );
+    assert_eq!(out, "42 3 9 3 1.25 true\n500 0\n");
+}
+
+#[test]
+fn runtime_errors_match() {
+    let cases: &[(&str, ErrorKind, u64)] = &[
+        (
+            "Box b = null; print(b.v);",
+            ErrorKind::NullDereference,
+            u64::MAX,
+        ),
+        (
+            "Box b = null; b.d = 1.0;",
+            ErrorKind::NullDereference,
+            u64::MAX,
+        ),
+        (
+            "int[] a = null; a[0] = 1;",
+            ErrorKind::NullDereference,
+            u64::MAX,
+        ),
+        (
+            "int[] a = null; print(a.length);",
+            ErrorKind::NullDereference,
+            u64::MAX,
+        ),
+        (
+            "Box b = null; print(b.get());",
+            ErrorKind::NullDereference,
+            u64::MAX,
+        ),
+        (
+            "Box b = null; synchronized (b) { }",
+            ErrorKind::NullDereference,
+            u64::MAX,
+        ),
+        (
+            "int[] a = new int[3]; print(a[3]);",
+            ErrorKind::IndexOutOfBounds,
+            u64::MAX,
+        ),
+        (
+            "int[] a = new int[3]; int i = -1; a[i] = 0;",
+            ErrorKind::IndexOutOfBounds,
+            u64::MAX,
+        ),
+        (
+            "int n = -2; int[][] a = new int[3][n];",
+            ErrorKind::NegativeArraySize,
+            u64::MAX,
+        ),
+        (
+            "int z = 0; print(1 / z);",
+            ErrorKind::DivisionByZero,
+            u64::MAX,
+        ),
+        (
+            "int z = 0; print(1 % z);",
+            ErrorKind::DivisionByZero,
+            u64::MAX,
+        ),
+        ("assert(1 > 2);", ErrorKind::AssertionFailed, u64::MAX),
+        (
+            "print(Box.deep(100000));",
+            ErrorKind::StackOverflow,
+            u64::MAX,
+        ),
+        (
+            "Box b = new Box(); b.wait();",
+            ErrorKind::IllegalMonitorState,
+            u64::MAX,
+        ),
+        (
+            "Box b = new Box(); b.notifyAll();",
+            ErrorKind::IllegalMonitorState,
+            u64::MAX,
+        ),
+        (
+            "Barrier b = new Barrier(0);",
+            ErrorKind::IllegalBarrierSize,
+            u64::MAX,
+        ),
+        (
+            "Box b = new Box(); synchronized (b) { b.wait(); }",
+            ErrorKind::Deadlock,
+            u64::MAX,
+        ),
+        (
+            "int s = 0; while (true) { s++; }",
+            ErrorKind::StepLimit,
+            1000,
+        ),
+        ("print(Box.deep(2000));", ErrorKind::StepLimit, 1000),
+    ];
+    for (body, kind, steps) in cases {
+        let (k, text) = error_of(body, *steps);
+        assert_eq!(k, *kind, "{body}: {text}");
+    }
+}
+
+#[test]
+fn step_limit_counts_like_the_interpreter() {
+    // The exact step at which a run fails (block edges and calls) must be the same on
+    // both tiers (`both` compares the error text, whose site depends on the step).
+    let body = "int s = 0; for (int i = 0; i < 5; i++) { s += Box.deep(i); } print(s);";
+    let mut failed_at = Vec::new();
+    for steps in [1, 2, 3, 5, 8, 13, 21, 34, 55, 89] {
+        if both(body, steps).exit == ExitKind::RuntimeError {
+            failed_at.push(steps);
+        }
+    }
+    assert!(failed_at.contains(&1), "{failed_at:?}");
+    assert!(!failed_at.contains(&89), "{failed_at:?}");
+}
+
+// ------------------------------------------------ the inline `escape` fast path
+
+/// A seeded run on the JIT with the inline `escape` filter (not selectable through
+/// `RunConfig` yet, so the run is assembled here): (error, warnings, stdout, accesses
+/// the first pass saw).
+fn run_inline_escape(
+    prog: &Arc<Program>,
+    tools: &str,
+    seed: u64,
+) -> (Option<String>, Vec<String>, Vec<u8>, u64) {
+    use vm::bridge::Bridge;
+    use vm::env::VmEnv;
+    use vm::image::Image;
+    use vm::jit::{self, JitOptions};
+    use vm::output::Output;
+    use vm::runtime::{Limits, MAX_CALL_DEPTH, Runtime};
+
+    let image = Arc::new(Image::load(prog.clone(), 1 << 32).expect("image"));
+    let env = Arc::new(VmEnv {
+        image: image.clone(),
+    });
+    let chain = Chain::parse(tools, env.clone(), ChainOptions::default()).expect("chain");
+    let bridge = Bridge::new(chain, env.clone());
+    let limits = Limits {
+        max_steps: u64::MAX,
+        max_threads: 10_000,
+        max_call_depth: MAX_CALL_DEPTH,
+    };
+    let rt = Arc::new(Runtime::new(
+        image.clone(),
+        Some(seed),
+        Some(bridge),
+        Output::new(true),
+        limits,
+    ));
+    let mut options = JitOptions::for_runtime(&rt);
+    options.inline_filter = Some(jit::HeaderFilter::ESCAPE);
+    let code = Arc::new(jit::compile(&image, options).expect("compile"));
+    let cx = rt.bridge.as_ref().map(|b| b.chain.main_thread());
+    let rt2 = rt.clone();
+    let main = prog.main;
+    rt.spawn(0, move || {
+        jit::run_thread(rt2, code, 0, main, Vec::new(), lang::ir::SiteId(0), cx)
+    })
+    .expect("spawn");
+    assert!(rt.join_all(), "a guest thread panicked");
+    let err = rt.sched.take_error().map(|e| e.render(prog));
+    let b = rt.bridge.as_ref().expect("bridge");
+    if err.is_none() {
+        b.chain.finish();
+    }
+    let warnings = b
+        .chain
+        .warnings()
+        .iter()
+        .map(|w| analyses::report::render_text(w, &*env, &b.chain.shared.ctxs))
+        .collect();
+    let seen = b.chain.stats_json()["passes"][0]["accesses_in"]
+        .as_u64()
+        .unwrap_or(0);
+    (err, warnings, rt.out.take(), seen)
+}
+
+#[test]
+fn inline_escape_filter_keeps_every_warning_and_skips_hooks() {
+    let tools = "escape:fasttrack";
+    let mut failures = Vec::new();
+    let (mut seen_interp, mut seen_jit) = (0, 0);
+    for p in corpus("bugs") {
+        let Some(prog) = compile_file(&p) else {
+            continue;
+        };
+        for seed in [1, 2] {
+            let cfg = RunConfig {
+                tier: Tier::Interp,
+                sched: SchedKind::Seeded(seed),
+                tools: Some(tools.into()),
+                ..RunConfig::default()
+            };
+            let a = run_program(prog.clone(), &cfg).expect("run");
+            let (err, warnings, stdout, seen) = run_inline_escape(&prog, tools, seed);
+            let name = format!("{} seeded:{seed}", p.display());
+            if a.error_text != err || a.stdout != stdout || a.warnings_text != warnings {
+                failures.push(format!(
+                    "{name}\n--- interp\n{:?}\n{}\n--- jit+inline escape\n{err:?}\n{}",
+                    a.error_text,
+                    a.warnings_text.join("\n"),
+                    warnings.join("\n")
+                ));
+            }
+            seen_interp += a.report["stats"]["passes"][0]["accesses_in"]
+                .as_u64()
+                .unwrap_or(0);
+            seen_jit += seen;
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The fast path must actually have decided accesses inline.
+    assert!(
+        seen_jit < seen_interp,
+        "escape saw {seen_jit} accesses with the inline filter, {seen_interp} without"
+    );
+}
+
+#[test]
+fn a_failing_thread_stops_a_spinning_compiled_loop() {
+    let src = "class Spin { void run() { int s = 0; while (true) { s++; } } }\n\
+               class Main { static void main() { Thread t = fork new Spin().run(); \
+               int z = 0; print(1 / z); t.join(); } }\n";
+    let prog = compile_src("spin.cj", src).expect("compiles");
+    for tier in [Tier::Interp, Tier::Jit] {
+        let r = run(&prog, tier, SchedKind::Os, false, Limits::steps(u64::MAX));
+        let e = r.out.error.expect("an error");
+        assert_eq!(e.kind, ErrorKind::DivisionByZero, "{tier:?}");
+    }
+}
