@@ -2,9 +2,15 @@
 //! checking and lowering to the IR in [`ir`].
 //!
 //! Pipeline (one module each): `lexer` → `parser` (→ `ast`) → `check` (name resolution
-//! and type checking, → `tast`) → `lower` (→ [`ir::Program`]). [`print`](mod@print) renders the IR.
+//! and type checking, → `tast`) → `lower` (→ [`ir::Program`]) → `encapsulation` (the
+//! static capsule encapsulation check: fills [`ir::Program::capsule_proven`] and warns
+//! about accesses to a capsule's fields that can never be by its own methods on
+//! `this`). [`print`](mod@print) renders the IR.
 //!
 //! Architecture invariant: no runtime, no analyses. The output is plain data.
+//!
+//! Warnings ([`Compiled::warnings`], severity [`Severity::Warning`]) never stop the
+//! compilation; today they come from the encapsulation check only.
 //!
 //! Errors: lexical and syntax errors are reported for every file (the parser recovers at
 //! `;`, `}` and member starts); if the tree is intact, name and type errors follow in
@@ -40,9 +46,13 @@
 
 pub mod ir;
 
+#[cfg(feature = "testing")]
+pub mod proggen;
+
 mod ast;
 mod check;
 mod diag;
+mod encapsulation;
 mod lexer;
 mod lower;
 mod parser;
@@ -84,7 +94,8 @@ pub fn compile(files: Vec<ir::SourceFile>) -> Result<Compiled, Diagnostics> {
     let Some(checked) = check::check(&files, decls, &mut sink, &mut sites) else {
         return Err(finish(sink.diags));
     };
-    let program = lower::lower(checked, sites);
+    let (mut program, spans) = lower::lower(checked, sites);
+    encapsulation::check(&mut program, &spans, &mut sink);
     Ok(Compiled {
         program,
         warnings: finish(sink.diags),

@@ -1,2 +1,43 @@
 //! capvm's runtime: heap, threads, monitors, schedulers, the interpreter (the reference
 //! semantics), the Cranelift JIT, and the bridge from execution to the analysis chain.
+//!
+//! Code map:
+//! - [`layout`]: the heap block layout (the JIT relies on it); [`heap`]: arenas and
+//!   slot accessors; [`image`]: a program loaded into a heap.
+//! - [`sched`]: run states, blocking, deadlock detection, `os`/`seeded` schedulers;
+//!   [`sync`]: monitors, wait/notify, barriers; [`runtime`]: one run's shared state.
+//! - [`interp`]: the interpreter; [`ops`]: value operations; [`jfmt`]: Java's
+//!   `Double.toString`; [`output`]: the guest's stdout.
+//! - [`bridge`] and [`env`]: events to the analysis chain, names for reports.
+//! - [`run`]: [`run_program`], the in-process entry point; [`cli`]: the `capvm` tool.
+//!
+//! Architecture invariants: the interpreter is the reference semantics; a guest error
+//! never panics the VM; with no analysis chain no event is built.
+
+pub mod bridge;
+pub mod cli;
+pub mod env;
+pub mod error;
+pub mod heap;
+pub mod image;
+pub mod interp;
+pub mod jfmt;
+pub mod jit;
+pub mod layout;
+pub mod ops;
+pub mod output;
+pub mod run;
+pub mod runtime;
+pub mod sched;
+pub mod sync;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+/// Guest thread number (main = 0), as in `analyses`.
+pub type Tid = u32;
+
+pub use error::{ErrorKind, RuntimeError};
+pub use run::{
+    ChainFactory, ConfigError, DEFAULT_TOOLS, ExitKind, RunConfig, RunOutcome, SchedKind, Tier,
+    run_program,
+};

@@ -1,0 +1,7 @@
+#![no_main]
+// Body: `vm::testing::fuzz::detectors_vs_hb_run` (a failure is a disagreement or a panic).
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    if let Err(e) = vm::testing::fuzz::replay("detectors_vs_hb_run", data) {
+        panic!("{e}");
+    }
+});

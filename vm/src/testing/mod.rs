@@ -1,0 +1,20 @@
+//! Generators' consumers: the oracles of ARCHITECTURE.md "Precision and soundness
+//! properties" (feature `testing`), one function per property, each returning
+//! `Err(description of the disagreement)`. Fuzz targets (`fuzz/`) and the seeded tests
+//! (`vm/tests/oracles.rs`) are thin wrappers over them.
+//!
+//! - [`trace_oracles`]: properties on event sequences (generated traces or recorded
+//!   runs): (1) precise detectors vs `hb`, (4) SingleTrack/atomicity vs brute force.
+//! - [`program_oracles`]: properties needing the VM: (1) on recorded runs, (2) filter
+//!   chains are trace precise, (5) interpreter vs JIT.
+//! - [`panic_oracles`]: (6) no input panics the front end or the trace analyzer.
+//! - [`fuzz`]: the fuzz targets' bodies (bytes in) and [`fuzz::replay`].
+//! - [`log`]: the in-process event recorder the program oracles use.
+//!
+//! Property 3 (SLP compression) has no oracle: there is no compressor yet.
+
+pub mod fuzz;
+pub mod log;
+pub mod panic_oracles;
+pub mod program_oracles;
+pub mod trace_oracles;

@@ -1,0 +1,176 @@
+//! Oracles that run generated CapJava programs in-process under the seeded scheduler
+//! (properties 1 on recorded runs, 2 and 5).
+
+use std::sync::Arc;
+
+use analyses::chain::{Chain, ChainOptions, Shared};
+use analyses::clocks::Clocks;
+use analyses::ctx::CtxTree;
+use analyses::env::Env;
+use analyses::passes::make;
+use analyses::report::{Reported, Reporter, WarningKind};
+use analyses::trace::analyze;
+use lang::ir::{Program, SourceFile};
+use parking_lot::Mutex;
+
+use super::log::{EventLog, Logged};
+use super::trace_oracles::{detectors_agree_with_hb, race_locs, renumber};
+use crate::{RunConfig, RunOutcome, SchedKind, Tier, run_program};
+
+/// Step limit of oracle runs (generated programs are small; this only bounds a bug).
+pub const MAX_STEPS: u64 = 2_000_000;
+
+/// The filter chains of property 2, each in front of `fasttrack`.
+pub const FILTER_CHAINS: [&str; 3] = [
+    "escape:fasttrack",
+    "capsule:fasttrack",
+    "escape:capsule:fasttrack",
+];
+
+/// Compile one source file; `Err` is the rendered diagnostics.
+pub fn compile(src: &str) -> Result<Arc<Program>, String> {
+    let files = vec![SourceFile {
+        name: "gen.cj".into(),
+        text: src.to_string(),
+    }];
+    lang::compile(files.clone())
+        .map(|c| Arc::new(c.program))
+        .map_err(|d| d.render(&files, false))
+}
+
+/// One run's outcome, what the event log saw and the chain's warnings.
+pub struct Recorded {
+    pub out: RunOutcome,
+    pub log: Logged,
+    pub warnings: Vec<Reported>,
+}
+
+/// Run `program` under `seeded:seed` on `tier` with the chain `[event log] + passes`.
+pub fn run_recorded(
+    program: &Arc<Program>,
+    tier: Tier,
+    seed: u64,
+    passes: &[&str],
+) -> Result<Recorded, String> {
+    let log = Arc::new(Mutex::new(Logged::default()));
+    let shared_slot: Arc<Mutex<Option<Arc<Shared>>>> = Arc::new(Mutex::new(None));
+    let names: Vec<String> = passes.iter().map(|s| s.to_string()).collect();
+    let (log2, slot2) = (log.clone(), shared_slot.clone());
+    let cfg = RunConfig {
+        tier,
+        sched: SchedKind::Seeded(seed),
+        max_steps: MAX_STEPS,
+        chain_factory: Some(Arc::new(move |env: Arc<dyn Env>| {
+            let shared = Arc::new(Shared {
+                env: env.clone(),
+                reporter: Reporter::new(),
+                ctxs: CtxTree::new(),
+                clocks: Clocks::new(),
+                options: ChainOptions::default(),
+            });
+            let mut list: Vec<Box<dyn analyses::Pass>> =
+                vec![Box::new(EventLog::new(env, log2.clone()))];
+            for n in &names {
+                list.push(make(n, &shared)?);
+            }
+            *slot2.lock() = Some(shared.clone());
+            Ok(Chain::from_passes(list, shared))
+        })),
+        ..RunConfig::default()
+    };
+    let out = run_program(program.clone(), &cfg).map_err(|e| e.0)?;
+    let warnings = shared_slot
+        .lock()
+        .as_ref()
+        .map(|s| s.reporter.snapshot())
+        .unwrap_or_default();
+    let log = std::mem::take(&mut *log.lock());
+    Ok(Recorded { out, log, warnings })
+}
+
+/// Property 1 on a run: the events of `src` under `seeded:seed` (interpreter),
+/// analysed offline by every precise detector and the `hb` oracle.
+pub fn detectors_agree_on_program(src: &str, seed: u64) -> Result<(), String> {
+    let program = compile(src)?;
+    let run = run_recorded(&program, Tier::Interp, seed, &[])?;
+    let trace = renumber(&run.log.events)?;
+    detectors_agree_with_hb(&trace).map_err(|e| format!("seed {seed}: {e}"))
+}
+
+/// Property 2: under `seeded:seed`, each chain of [`FILTER_CHAINS`] reports a race iff
+/// `fasttrack` alone does on the same run (for chains with `capsule`: only when no
+/// capsule violation is reported), and never a location `fasttrack` does not flag.
+/// `fasttrack` alone runs offline on the recorded events (every event its own site,
+/// so its locations are exact); the filters need the live heap, so they run in the VM.
+pub fn filters_trace_precise(src: &str, seed: u64) -> Result<(), String> {
+    let program = compile(src)?;
+    for spec in FILTER_CHAINS {
+        let passes: Vec<&str> = spec.split(':').collect();
+        let run = run_recorded(&program, Tier::Interp, seed, &passes)?;
+        let trace = renumber(&run.log.events)?;
+        let plain = analyze(&trace, "fasttrack", ChainOptions::default()).map_err(|e| e.0)?;
+        let want = race_locs(&plain.warnings(), "fasttrack");
+        let got = race_locs(&run.warnings, "fasttrack");
+        let extra: Vec<_> = got.difference(&want).collect();
+        if !extra.is_empty() {
+            return Err(format!(
+                "{spec}, seed {seed}: reports locations fasttrack does not: {extra:?} (fasttrack: {want:?})"
+            ));
+        }
+        let violation = run
+            .warnings
+            .iter()
+            .any(|r| r.warning.kind == WarningKind::CapsuleViolation);
+        if !(spec.contains("capsule") && violation) && got.is_empty() != want.is_empty() {
+            return Err(format!(
+                "{spec}, seed {seed}: races {got:?} but fasttrack alone {want:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Property 5: interpreter and JIT under `seeded:seed` give the same stdout, exit
+/// status, runtime error and event sequence (objects by their deterministic labels).
+pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
+    let program = compile(src)?;
+    let a = run_recorded(&program, Tier::Interp, seed, &[])?;
+    let b = run_recorded(&program, Tier::Jit, seed, &[])?;
+    let mut d = Vec::new();
+    if a.out.exit != b.out.exit {
+        d.push(format!("exit {:?} vs {:?}", a.out.exit, b.out.exit));
+    }
+    if a.out.stdout != b.out.stdout {
+        d.push(format!(
+            "stdout\n--- interp\n{}--- jit\n{}",
+            a.out.stdout_string(),
+            b.out.stdout_string()
+        ));
+    }
+    if a.out.error_text != b.out.error_text {
+        d.push(format!(
+            "error\n--- interp\n{:?}\n--- jit\n{:?}",
+            a.out.error_text, b.out.error_text
+        ));
+    }
+    if a.log.lines != b.log.lines {
+        let (x, y) = (&a.log.lines, &b.log.lines);
+        let i = x
+            .iter()
+            .zip(y)
+            .position(|(p, q)| p != q)
+            .unwrap_or(x.len().min(y.len()));
+        d.push(format!(
+            "events differ at #{i} (of {} vs {}): {:?} vs {:?}",
+            x.len(),
+            y.len(),
+            x.get(i),
+            y.get(i)
+        ));
+    }
+    if d.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("seed {seed}: {}", d.join("\n")))
+    }
+}
