@@ -10,10 +10,9 @@ fn some_event(e: u64) -> Option<u64> {
 }
 
 fn tx_text(env: &dyn Env, tx: &TxInfo, block_name: &str) -> String {
-    let at = match some_event(tx.event) {
-        Some(e) => format!("line {e}"),
-        None => env.site(tx.site).position,
-    };
+    // Positions, not trace lines, so online and offline reports read the same; the
+    // JSON keeps the trace line in `event`.
+    let at = env.site(tx.site).position;
     if tx.block {
         format!("{block_name} block of T{} begun at {at}", tx.tid)
     } else {
@@ -32,10 +31,7 @@ fn reason_text(env: &dyn Env, r: &Reason) -> String {
 }
 
 fn edge_text(env: &dyn Env, e: &EdgeInfo) -> String {
-    let at = match some_event(e.event) {
-        Some(ev) => format!("line {ev}"),
-        None => env.site(e.site).position,
-    };
+    let at = env.site(e.site).position;
     format!(
         "{} ({} by T{} at {at})",
         reason_text(env, &e.reason),
