@@ -102,10 +102,9 @@ impl SingleTrack {
         };
         w.event = (c.cur.event > 0).then_some(c.cur.event);
         w.accesses = vec![access_info(&c.prev), access_info(&c.cur)];
-        let begun = match c.begin.event {
-            0 => env.site(c.begin.site).position,
-            e => format!("line {e}"),
-        };
+        // A position, not a trace line, so online and offline reports read the same
+        // (the JSON keeps the trace line in `transaction.event`).
+        let begun = env.site(c.begin.site).position;
         w.message = format!(
             "{} by T{} and {} by T{} on {what} in the deterministic computation begun by T{} at {begun} are not ordered by fork, join or barrier",
             c.prev.op, c.prev.tid, c.cur.op, c.cur.tid, c.begin.tid
