@@ -10,84 +10,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use analyses::Chain;
 use analyses::chain::{ChainOptions, Shared};
 use analyses::clocks::Clocks;
 use analyses::ctx::CtxTree;
 use analyses::env::Env;
-use analyses::pass::Local;
 use analyses::report::Reporter;
-use analyses::thread::ThreadState;
-use analyses::{Chain, Event, EventKind, Flow, ObjId, Pass};
 use lang::ir::{Program, SourceFile};
 use parking_lot::Mutex;
+use vm::testing::log::{EventLog, Logged};
 use vm::{ErrorKind, ExitKind, RunConfig, RunOutcome, SchedKind, Tier, run_program};
 
 const SEEDS: [u64; 3] = [1, 2, 3];
-
-/// Records every event as a line, objects named by `Env::obj_label`.
-struct Recorder {
-    env: Arc<dyn Env>,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Recorder {
-    fn line(&self, ev: &Event<'_>) -> String {
-        let o = |x: ObjId| self.env.obj_label(x);
-        let oo = |x: Option<ObjId>| x.map_or("-".to_string(), o);
-        let list = |xs: &[ObjId]| xs.iter().map(|x| o(*x)).collect::<Vec<_>>().join(",");
-        let k = match ev.kind {
-            EventKind::Read { loc } => format!("read {}.{}", o(loc.obj), loc.slot),
-            EventKind::Write { loc, value } => {
-                format!("write {}.{} {}", o(loc.obj), loc.slot, oo(value))
-            }
-            EventKind::VolatileRead { loc } => format!("vread {}.{}", o(loc.obj), loc.slot),
-            EventKind::VolatileWrite { loc, value } => {
-                format!("vwrite {}.{} {}", o(loc.obj), loc.slot, oo(value))
-            }
-            EventKind::Acquire { lock } => format!("acq {}", o(lock)),
-            EventKind::Release { lock } => format!("rel {}", o(lock)),
-            EventKind::Fork { child, handed } => format!("fork T{child} [{}]", list(handed)),
-            EventKind::Join { child } => format!("join T{child}"),
-            EventKind::BarrierEnter {
-                barrier,
-                generation,
-                parties,
-            } => format!("benter {} {generation} {parties}", o(barrier)),
-            EventKind::BarrierExit {
-                barrier,
-                generation,
-                parties,
-            } => format!("bexit {} {generation} {parties}", o(barrier)),
-            EventKind::Alloc { obj } => format!("alloc {}", o(obj)),
-            EventKind::Enter {
-                method,
-                receiver,
-                args,
-            } => format!("enter m{} {} [{}]", method.0, oo(receiver), list(args)),
-            EventKind::Exit { method, ret } => format!("exit m{} {}", method.0, oo(ret)),
-            EventKind::Begin { spec } => format!("begin {spec:?}"),
-            EventKind::End { spec } => format!("end {spec:?}"),
-            EventKind::ThreadStart => "start".into(),
-            EventKind::ThreadEnd => "end-thread".into(),
-        };
-        format!("T{} s{} {k}", ev.tid, ev.site.0)
-    }
-}
-
-impl Pass for Recorder {
-    fn name(&self) -> &'static str {
-        "recorder"
-    }
-    fn access(&self, _t: &ThreadState, _l: &mut Local, ev: &Event<'_>) -> Flow {
-        let l = self.line(ev);
-        self.log.lock().push(l);
-        Flow::Forward
-    }
-    fn event(&self, _t: &ThreadState, _l: &mut Local, ev: &Event<'_>) {
-        let l = self.line(ev);
-        self.log.lock().push(l);
-    }
-}
 
 fn compile_src(name: &str, text: &str) -> Option<Arc<Program>> {
     let files = vec![SourceFile {
@@ -153,7 +87,7 @@ impl Limits {
 }
 
 fn run(prog: &Arc<Program>, tier: Tier, sched: SchedKind, record: bool, limits: Limits) -> Run {
-    let log = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::new(Mutex::new(Logged::default()));
     let mut cfg = RunConfig {
         tier,
         sched,
@@ -172,15 +106,12 @@ fn run(prog: &Arc<Program>, tier: Tier, sched: SchedKind, record: bool, limits: 
                 clocks: Clocks::new(),
                 options: ChainOptions::default(),
             });
-            let rec = Recorder {
-                env,
-                log: log2.clone(),
-            };
+            let rec = EventLog::new(env, log2.clone());
             Ok(Chain::from_passes(vec![Box::new(rec)], shared))
         }));
     }
     let out = run_program(prog.clone(), &cfg).expect("run configuration");
-    let events = std::mem::take(&mut *log.lock());
+    let events = std::mem::take(&mut log.lock().lines);
     Run { out, events }
 }
 
