@@ -10,6 +10,9 @@ use analyses::ChainOptions;
 use analyses::report::render_text;
 use clap::{Args, Parser, Subcommand};
 
+use crate::infer::{
+    DEFAULT_MAX_ROUNDS, InferError, capsules_path, infer, parse_capsules_file, render,
+};
 use crate::run::{DEFAULT_MAX_HEAP, DEFAULT_MAX_THREADS, RunConfig, SchedKind, Tier, run_program};
 
 pub const EXIT_OK: i32 = 0;
@@ -43,6 +46,26 @@ enum Cmd {
     },
     /// Analyse a recorded trace offline.
     Analyze(AnalyzeArgs),
+    /// Infer the capsule classes: capsule detection to a fixed point; writes FILE.capsules.
+    InferCapsules(InferArgs),
+}
+
+#[derive(Args, Debug)]
+struct InferArgs {
+    /// The CapJava source file.
+    file: PathBuf,
+    /// Execution tier.
+    #[arg(long, value_name = "TIER", value_parser = parse_tier, default_value_t = Tier::DEFAULT)]
+    tier: Tier,
+    /// Scheduler of every run: `os` or `seeded:SEED`.
+    #[arg(long, value_name = "SCHED", value_parser = parse_sched, default_value = "os")]
+    sched: SchedKind,
+    /// Give up after N runs.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ROUNDS)]
+    max_rounds: u32,
+    /// Stop a run with a runtime error after N executed basic blocks in one thread.
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -78,6 +101,10 @@ struct RunArgs {
     /// Maximum guest heap, in bytes; suffixes K, M, G [default: 4G].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     max_heap: Option<u64>,
+    /// Exactly these classes are capsules (comma-separated), overriding the source's
+    /// `capsule` annotations; `inferred` reads FILE.capsules (see `infer-capsules`).
+    #[arg(long, value_name = "C1,C2|inferred")]
+    capsules: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -164,6 +191,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             Err(code) => code,
         },
         Cmd::Analyze(a) => cmd_analyze(a),
+        Cmd::InferCapsules(a) => cmd_infer(a),
     }
 }
 
@@ -226,11 +254,19 @@ fn cmd_run(a: RunArgs) -> i32 {
         eprintln!("error: {e}");
         return EXIT_USAGE;
     }
+    let capsules = match &a.capsules {
+        None => None,
+        Some(spec) => match capsule_names(spec, &a.file) {
+            Ok(c) => Some(c),
+            Err(code) => return code,
+        },
+    };
     let program = match compile(&a.file) {
         Ok(p) => p,
         Err(code) => return code,
     };
     let cfg = RunConfig {
+        capsules,
         tools: a.tools,
         chain_factory: None,
         sched: a.sched,
@@ -264,6 +300,75 @@ fn cmd_run(a: RunArgs) -> i32 {
         return code;
     }
     out.exit.code()
+}
+
+/// `--capsules C1,C2` or `--capsules inferred` (FILE.capsules).
+fn capsule_names(spec: &str, file: &Path) -> Result<Vec<String>, i32> {
+    if spec.trim() != "inferred" {
+        return Ok(spec
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect());
+    }
+    let path = capsules_path(file);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(parse_capsules_file(&text)),
+        Err(e) => {
+            eprintln!(
+                "error: --capsules inferred: cannot read {}: {e}\n\
+                 run `capvm infer-capsules {}` first",
+                path.display(),
+                file.display()
+            );
+            Err(EXIT_USAGE)
+        }
+    }
+}
+
+fn cmd_infer(a: InferArgs) -> i32 {
+    if let Err(e) = a.tier.check_available() {
+        eprintln!("error: {e}");
+        return EXIT_USAGE;
+    }
+    let program = match compile(&a.file) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let base = RunConfig {
+        sched: a.sched,
+        tier: a.tier,
+        max_steps: a.max_steps.unwrap_or(u64::MAX),
+        ..RunConfig::default()
+    };
+    let inf = match infer(Arc::new(program), &base, a.max_rounds, true) {
+        Ok(i) => i,
+        Err(InferError::Config(e)) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+        Err(InferError::Runtime(text)) => {
+            eprint!("{text}");
+            eprintln!("error: infer-capsules stopped: a run ended with a runtime error");
+            return EXIT_RUNTIME;
+        }
+        Err(InferError::NoFixedPoint { rounds, remaining }) => {
+            eprintln!(
+                "error: no fixed point after {rounds} runs (still capsules: {}); raise --max-rounds",
+                remaining.join(", ")
+            );
+            return EXIT_WARNINGS;
+        }
+    };
+    print!("{}", render(&inf));
+    let path = capsules_path(&a.file);
+    let text: String = inf.capsules.iter().map(|c| format!("{c}\n")).collect();
+    if let Err(e) = std::fs::write(&path, text) {
+        eprintln!("error: cannot write {}: {e}", path.display());
+        return EXIT_USAGE;
+    }
+    EXIT_OK
 }
 
 fn cmd_analyze(a: AnalyzeArgs) -> i32 {

@@ -134,6 +134,49 @@ impl Env for VmEnv {
     }
 }
 
+/// The VM's environment with the capsule classes replaced (`capvm run --capsules`,
+/// `capvm infer-capsules`): exactly the classes set in `capsules` are capsules; every
+/// other question goes to the VM's environment.
+pub struct CapsuleOverride {
+    pub inner: Arc<VmEnv>,
+    /// Indexed by class id.
+    pub capsules: Vec<bool>,
+}
+
+impl Env for CapsuleOverride {
+    fn site(&self, site: SiteId) -> SiteInfo {
+        self.inner.site(site)
+    }
+
+    fn method_name(&self, method: MethodId) -> String {
+        self.inner.method_name(method)
+    }
+
+    fn loc_name(&self, loc: Loc) -> LocName {
+        self.inner.loc_name(loc)
+    }
+
+    fn obj_label(&self, obj: ObjId) -> String {
+        Env::obj_label(&*self.inner, obj)
+    }
+
+    fn heap(&self) -> Option<&dyn HeapView> {
+        Some(&*self.inner)
+    }
+
+    fn is_capsule_class(&self, class: u32) -> bool {
+        self.capsules.get(class as usize).copied().unwrap_or(false)
+    }
+
+    fn capsule_access_proven(&self, site: SiteId) -> bool {
+        self.inner.capsule_access_proven(site)
+    }
+
+    fn class_name(&self, class: u32) -> String {
+        self.inner.class_name(class)
+    }
+}
+
 impl HeapView for VmEnv {
     fn class_of(&self, obj: ObjId) -> Option<u32> {
         match heap::kind(obj.0) {

@@ -9,7 +9,8 @@
 //! - [`interp`]: the interpreter; [`ops`]: value operations; [`jfmt`]: Java's
 //!   `Double.toString`; [`output`]: the guest's stdout.
 //! - [`bridge`] and [`env`]: events to the analysis chain, names for reports.
-//! - [`run`]: [`run_program`], the in-process entry point; [`cli`]: the `capvm` tool.
+//! - [`run`]: [`run_program`], the in-process entry point; [`cli`]: the `capvm` tool;
+//!   [`infer`]: `capvm infer-capsules`.
 //!
 //! Architecture invariants: the interpreter is the reference semantics; a guest error
 //! never panics the VM; with no analysis chain no event is built.
@@ -20,6 +21,7 @@ pub mod env;
 pub mod error;
 pub mod heap;
 pub mod image;
+pub mod infer;
 pub mod interp;
 pub mod jfmt;
 pub mod jit;

@@ -11,7 +11,7 @@ use analyses::{Chain, ChainError, ChainOptions};
 use lang::ir::Program;
 
 use crate::bridge::Bridge;
-use crate::env::VmEnv;
+use crate::env::{CapsuleOverride, VmEnv};
 use crate::error::{ErrorKind, RuntimeError};
 use crate::image::Image;
 use crate::interp::run_thread;
@@ -82,6 +82,10 @@ pub struct RunConfig {
     pub capture_stdout: bool,
     /// Print notes (e.g. the default-chain fallback) on stderr as they arise.
     pub echo_notes: bool,
+    /// `--capsules C1,C2`: exactly these classes are capsules, whatever the source
+    /// says (`None` = the source's `capsule` annotations). An unknown name is a
+    /// [`ConfigError`].
+    pub capsules: Option<Vec<String>>,
 }
 
 impl Default for RunConfig {
@@ -97,6 +101,7 @@ impl Default for RunConfig {
             max_heap: DEFAULT_MAX_HEAP,
             capture_stdout: true,
             echo_notes: false,
+            capsules: None,
         }
     }
 }
@@ -175,6 +180,7 @@ fn build_chain(
     }
     let options = ChainOptions {
         record_path: cfg.record.clone(),
+        capsules: cfg.capsules.clone(),
         ..ChainOptions::default()
     };
     let record = cfg.record.is_some();
@@ -206,6 +212,22 @@ fn build_chain(
     Chain::parse(&with_record("none", record), env, options).map_err(|e| ConfigError(e.0))
 }
 
+/// The capsule flags by class id for `--capsules`: exactly the named classes.
+pub fn capsule_set(program: &Program, names: &[String]) -> Result<Vec<bool>, ConfigError> {
+    let mut set = vec![false; program.classes.len()];
+    for name in names {
+        match program.classes.iter().position(|c| &c.name == name) {
+            Some(i) => set[i] = true,
+            None => {
+                return Err(ConfigError(format!(
+                    "--capsules: the program has no class `{name}`"
+                )));
+            }
+        }
+    }
+    Ok(set)
+}
+
 /// Run `program` to completion under `cfg`.
 pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome, ConfigError> {
     cfg.tier.check_available()?;
@@ -226,9 +248,16 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
             return Ok(error_outcome(&program, err));
         }
     };
-    let env = Arc::new(VmEnv {
+    let vm_env = Arc::new(VmEnv {
         image: image.clone(),
     });
+    let env: Arc<dyn Env> = match &cfg.capsules {
+        Some(names) => Arc::new(CapsuleOverride {
+            inner: vm_env.clone(),
+            capsules: capsule_set(&program, names)?,
+        }),
+        None => vm_env.clone(),
+    };
     let mut notes = Vec::new();
     let chain = build_chain(cfg, env.clone(), &mut notes)?;
     if cfg.echo_notes {
@@ -237,7 +266,7 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         }
     }
     let passes = chain.pass_names();
-    let bridge = (!chain.is_empty()).then(|| Bridge::new(chain, env.clone()));
+    let bridge = (!chain.is_empty()).then(|| Bridge::new(chain, vm_env.clone()));
     let limits = Limits {
         max_steps: cfg.max_steps,
         max_threads: cfg.max_threads.max(1),
@@ -345,5 +374,52 @@ fn error_outcome(program: &Program, err: RuntimeError) -> RunOutcome {
         stats_text: String::new(),
         notes: Vec::new(),
         passes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(src: &str) -> Program {
+        let files = vec![lang::ir::SourceFile {
+            name: "t.cj".into(),
+            text: src.into(),
+        }];
+        match lang::compile(files) {
+            Ok(c) => c.program,
+            Err(_) => panic!("does not compile: {src}"),
+        }
+    }
+
+    #[test]
+    fn capsule_set_names_exactly_the_listed_classes() {
+        let p =
+            program("capsule class A { int x; } class B { } class Main { static void main() { } }");
+        let id = |n: &str| p.classes.iter().position(|c| c.name == n).expect(n);
+        let set = capsule_set(&p, &["B".into()]).expect("known class");
+        assert!(set[id("B")] && !set[id("A")] && !set[id("Main")]);
+        assert!(capsule_set(&p, &[]).expect("empty").iter().all(|c| !c));
+        let err = capsule_set(&p, &["A".into(), "Z".into()]).expect_err("unknown class");
+        assert!(err.0.contains("`Z`"), "{err}");
+    }
+
+    #[test]
+    fn the_override_replaces_the_annotations_in_a_run() {
+        let src = "capsule class A { int x; int get() { return x; } }
+            class Main { static void main() { A a = new A(); a.x = 1; print(a.get()); } }";
+        let p = Arc::new(program(src));
+        let cfg = |caps: Option<Vec<String>>| RunConfig {
+            tools: Some("capsule".into()),
+            sched: SchedKind::Seeded(1),
+            capsules: caps,
+            ..RunConfig::default()
+        };
+        let annotated = run_program(p.clone(), &cfg(None)).expect("runs");
+        assert_eq!(annotated.exit, ExitKind::Warnings);
+        let none = run_program(p.clone(), &cfg(Some(vec![]))).expect("runs");
+        assert_eq!(none.exit, ExitKind::Ok, "{:?}", none.warnings_text);
+        assert_eq!(none.stdout_string(), "1\n");
+        assert!(run_program(p, &cfg(Some(vec!["Nope".into()]))).is_err());
     }
 }
