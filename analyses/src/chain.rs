@@ -115,6 +115,7 @@ impl Chain {
         ThreadCx {
             state: ThreadState::new(tid, vc),
             locals: self.passes.iter().map(|p| p.thread_local()).collect(),
+            counts: vec![Default::default(); self.passes.len()],
         }
     }
 
@@ -166,21 +167,28 @@ impl Chain {
 
     #[inline]
     fn dispatch(&self, cx: &mut ThreadCx, ev: &Event<'_>) {
-        let ThreadCx { state, locals } = cx;
+        let ThreadCx {
+            state,
+            locals,
+            counts,
+        } = cx;
         if ev.kind.is_access() {
             for (i, p) in self.passes.iter().enumerate() {
-                self.stats[i].saw(&ev.kind);
+                counts[i].saw(&ev.kind);
                 if p.access(state, locals[i].as_mut(), ev) == Flow::Drop {
-                    self.stats[i]
-                        .dropped
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    counts[i].dropped += 1;
                     return;
                 }
             }
         } else {
             for (i, p) in self.passes.iter().enumerate() {
-                self.stats[i].saw(&ev.kind);
+                counts[i].saw(&ev.kind);
                 p.event(state, locals[i].as_mut(), ev);
+            }
+            if let EventKind::ThreadEnd = ev.kind {
+                for (total, local) in self.stats.iter().zip(counts.iter_mut()) {
+                    total.merge(local);
+                }
             }
         }
     }
@@ -221,7 +229,9 @@ impl Chain {
         self.shared.reporter.snapshot()
     }
 
-    /// `{"passes": [{"name":…, "events_in":…, "dropped":…, …}]}`.
+    /// `{"passes": [{"name":…, "events_in":…, "dropped":…, …}]}`. Each thread's counters
+    /// are added when it delivers `ThreadEnd`, so the figures are complete once every
+    /// thread has ended.
     pub fn stats_json(&self) -> serde_json::Value {
         let passes: Vec<serde_json::Value> = self
             .passes

@@ -13,10 +13,30 @@ pub struct PassStats {
     pub dropped: AtomicU64,
 }
 
-impl PassStats {
+/// One thread's counters for one pass: events in by kind, then accesses dropped.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LocalCounts {
+    pub events_in: [u64; 17],
+    pub dropped: u64,
+}
+
+impl LocalCounts {
     #[inline]
-    pub fn saw(&self, kind: &EventKind<'_>) {
-        self.events_in[kind.ordinal()].fetch_add(1, Relaxed);
+    pub fn saw(&mut self, kind: &EventKind<'_>) {
+        self.events_in[kind.ordinal()] += 1;
+    }
+}
+
+impl PassStats {
+    /// Add (and reset) one thread's counters.
+    pub fn merge(&self, local: &mut LocalCounts) {
+        for (total, n) in self.events_in.iter().zip(local.events_in.iter()) {
+            if *n > 0 {
+                total.fetch_add(*n, Relaxed);
+            }
+        }
+        self.dropped.fetch_add(local.dropped, Relaxed);
+        *local = LocalCounts::default();
     }
     pub fn total_in(&self) -> u64 {
         self.events_in.iter().map(|c| c.load(Relaxed)).sum()

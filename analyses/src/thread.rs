@@ -46,6 +46,10 @@ impl ThreadState {
 pub struct ThreadCx {
     pub state: ThreadState,
     pub(crate) locals: Vec<Box<crate::pass::Local>>,
+    /// Per-pass event counters of this thread, added to the chain's shared
+    /// [`crate::stats::PassStats`] when the thread ends (the hot path touches no shared
+    /// cache line).
+    pub(crate) counts: Vec<crate::stats::LocalCounts>,
 }
 
 impl ThreadCx {

@@ -233,6 +233,12 @@ fn without_a_heap_everything_is_forwarded() {
         },
     };
     chain.deliver(&mut cx, &ev);
+    // Counters are per thread until the thread ends.
+    let end = Event {
+        kind: EventKind::ThreadEnd,
+        ..ev
+    };
+    chain.deliver(&mut cx, &end);
     let st = chain.stats_json();
     assert_eq!(st["passes"][0]["dropped"], 0);
     assert_eq!(st["passes"][1]["dropped"], 0);
