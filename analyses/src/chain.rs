@@ -161,34 +161,44 @@ impl Chain {
             !matches!(ev.kind, EventKind::Fork { .. }),
             "use Chain::fork"
         );
-        self.dispatch(cx, ev);
-        self.update_services(cx, ev);
+        let ord = match ev.kind {
+            EventKind::Read { .. } => 0,
+            EventKind::Write { .. } => 1,
+            _ => {
+                self.dispatch(cx, ev);
+                self.update_services(cx, ev);
+                return;
+            }
+        };
+        // A plain access (the hot path): no shared service changes.
+        let ThreadCx {
+            state,
+            locals,
+            counts,
+        } = cx;
+        for ((p, local), count) in self.passes.iter().zip(locals).zip(counts) {
+            count.events_in[ord] += 1;
+            if p.access(state, local.as_mut(), ev) == Flow::Drop {
+                count.dropped += 1;
+                return;
+            }
+        }
     }
 
-    #[inline]
+    /// Every event but plain accesses goes to every pass.
     fn dispatch(&self, cx: &mut ThreadCx, ev: &Event<'_>) {
         let ThreadCx {
             state,
             locals,
             counts,
         } = cx;
-        if ev.kind.is_access() {
-            for (i, p) in self.passes.iter().enumerate() {
-                counts[i].saw(&ev.kind);
-                if p.access(state, locals[i].as_mut(), ev) == Flow::Drop {
-                    counts[i].dropped += 1;
-                    return;
-                }
-            }
-        } else {
-            for (i, p) in self.passes.iter().enumerate() {
-                counts[i].saw(&ev.kind);
-                p.event(state, locals[i].as_mut(), ev);
-            }
-            if let EventKind::ThreadEnd = ev.kind {
-                for (total, local) in self.stats.iter().zip(counts.iter_mut()) {
-                    total.merge(local);
-                }
+        for (i, p) in self.passes.iter().enumerate() {
+            counts[i].saw(&ev.kind);
+            p.event(state, locals[i].as_mut(), ev);
+        }
+        if let EventKind::ThreadEnd = ev.kind {
+            for (total, local) in self.stats.iter().zip(counts.iter_mut()) {
+                total.merge(local);
             }
         }
     }

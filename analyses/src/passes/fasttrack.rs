@@ -10,42 +10,95 @@
 //! - Verdict: a race warning at every access that the rules flag; the first flagged
 //!   access of a location is the first access racing with an earlier conflicting one.
 //!
-//! Concurrency: per-location state in a sharded map, mutated under its shard's lock
-//! (`super::shadow`).
+//! Concurrency: per-location state in a direct-mapped shadow table
+//! (`super::shadow::PageTable`), mutated under the location's own lock. The two
+//! same-epoch rules, which fire on most accesses, are decided without the lock: the
+//! cell mirrors `W` and the read epoch in two atomic words (RoadRunner's unlocked
+//! fast path). Only thread `t` ever stores an epoch of `t`, so seeing `W = E(t)` (or
+//! `R = E(t)`) means `t`'s own earlier access in this epoch is the latest, which is
+//! exactly when the locked rule would also return at once.
 
 use crate::chain::Shared;
-use crate::event::{Event, EventKind, Loc, Op};
+use crate::ctx::CtxId;
+use crate::event::{Event, EventKind, Loc, Op, SiteId, Tid};
 use crate::pass::{Flow, Local, Pass};
 use crate::report::{Reporter, WarningKind};
 use crate::thread::ThreadState;
 use crate::vc::{Epoch, VectorClock};
 
-use super::shadow::{Acc, Shadow, pair_warning};
+use super::shadow::{Acc, PageTable, pair_warning};
+use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// The read state of FT2.
-enum Reads {
-    /// Totally ordered reads: the last one (`Epoch::NONE` = no read yet).
-    Epoch(Epoch, Option<Acc>),
-    /// Concurrent reads: per-thread read clocks, and the last read of each thread.
-    Shared(VectorClock, Vec<Option<Acc>>),
+/// Where and in which context an access happened; the thread is the one of the epoch
+/// stored beside it and the operation follows from the field, so 16 bytes suffice.
+#[derive(Copy, Clone, Default)]
+struct Site {
+    site: SiteId,
+    ctx: CtxId,
+    index: u64,
 }
 
-struct VarState {
-    w: Epoch,
-    w_acc: Option<Acc>,
-    r: Reads,
-}
-
-impl VarState {
-    fn new() -> Self {
-        VarState {
-            w: Epoch::NONE,
-            w_acc: None,
-            r: Reads::Epoch(Epoch::NONE, None),
+impl Site {
+    fn of(cur: &Acc) -> Site {
+        Site {
+            site: cur.site,
+            ctx: cur.ctx,
+            index: cur.index,
         }
     }
+    fn acc(self, e: Epoch, op: Op) -> Acc {
+        Acc {
+            tid: e.tid,
+            op,
+            site: self.site,
+            ctx: self.ctx,
+            index: self.index,
+        }
+    }
+}
+
+/// Concurrent reads (FT2's read vector clock) and the last read of each thread.
+struct SharedReads {
+    vc: VectorClock,
+    accs: Vec<Option<Acc>>,
+}
+
+/// What only the slow path reads, under the cell's lock.
+#[derive(Default)]
+struct Slow {
+    /// The access of `W` (meaningful when `W` is not `Epoch::NONE`).
+    w_site: Site,
+    /// The access of the read epoch (meaningful when it is not `Epoch::NONE`).
+    r_site: Site,
+    /// `Some` exactly when the read state is shared (`r == READ_SHARED`).
+    shared: Option<Box<SharedReads>>,
+}
+
+/// One location, in one cache line: the last write `W` and the read epoch `R` as
+/// packed epochs ([`READ_SHARED`] while the reads are a vector clock), and behind the
+/// lock who made them. `w` and `r` are written only under the lock and read without
+/// it by the same-epoch checks.
+#[repr(C, align(64))]
+#[derive(Default)]
+struct Cell {
+    w: AtomicU64,
+    r: AtomicU64,
+    slow: Mutex<Slow>,
+}
+
+/// The read mirror of a location whose reads are shared (never an epoch's packing).
+const READ_SHARED: u64 = u64::MAX;
+
+#[inline]
+fn pack(e: Epoch) -> u64 {
+    ((e.tid as u64) << 32) | e.clock as u64
+}
+
+#[inline]
+fn unpack(x: u64) -> Epoch {
+    Epoch::new((x >> 32) as Tid, x as u32)
 }
 
 /// The FT2 rules, for statistics (how often each fired) and tests.
@@ -61,8 +114,18 @@ enum Rule {
     WriteShared,
 }
 
+/// One thread's rule counts. Only that thread writes them, with a plain load and
+/// store (no locked instruction); `stats` reads them after the threads ended.
 #[derive(Default)]
-struct RuleCounts([u64; 8]);
+struct RuleCounts([AtomicU64; 8]);
+
+impl RuleCounts {
+    #[inline]
+    fn bump(&self, rule: Rule) {
+        let c = &self.0[rule as usize];
+        c.store(c.load(Relaxed) + 1, Relaxed);
+    }
+}
 
 const RULE_NAMES: [&str; 8] = [
     "read_same_epoch",
@@ -76,9 +139,11 @@ const RULE_NAMES: [&str; 8] = [
 ];
 
 pub struct FastTrack {
-    vars: Shadow<VarState>,
+    vars: PageTable<Cell>,
     shared: Arc<Shared>,
-    rules: [AtomicU64; 8],
+    /// Per-thread rule counts, keyed by `tid * 8` (no downcast of the pass's
+    /// thread-local state on the hot path).
+    rules: PageTable<RuleCounts>,
 }
 
 fn set_acc(v: &mut Vec<Option<Acc>>, a: Acc) {
@@ -92,46 +157,52 @@ fn set_acc(v: &mut Vec<Option<Acc>>, a: Acc) {
 impl FastTrack {
     pub fn new(shared: &Arc<Shared>) -> Self {
         FastTrack {
-            vars: Shadow::default(),
+            vars: PageTable::default(),
             shared: shared.clone(),
-            rules: Default::default(),
+            rules: PageTable::default(),
         }
     }
 
-    fn race(r: &Reporter, loc: Loc, prev: Option<Acc>, cur: &Acc, what: &str) {
-        if let Some(p) = prev {
-            r.report(pair_warning(
-                WarningKind::Race,
-                "fasttrack",
-                loc,
-                &p,
-                cur,
-                format!("{what} race"),
-            ));
-        }
+    fn race(r: &Reporter, loc: Loc, prev: Acc, cur: &Acc, what: &str) {
+        r.report(pair_warning(
+            WarningKind::Race,
+            "fasttrack",
+            loc,
+            &prev,
+            cur,
+            format!("{what} race"),
+        ));
     }
 
-    /// FT2 `read(t,x)`; returns the rule that applied.
-    fn read(&self, t: &ThreadState, x: &mut VarState, loc: Loc, cur: Acc) -> Rule {
+    /// FT2 `read(t,x)` past the unlocked same-epoch check; returns the rule that
+    /// applied.
+    fn read(&self, t: &ThreadState, x: &Cell, loc: Loc, cur: Acc) -> Rule {
         let e = t.epoch();
         let rep = &self.shared.reporter;
-        match &x.r {
-            // [FT read same epoch]
-            Reads::Epoch(r, _) if *r == e => return Rule::ReadSameEpoch,
+        let mut slow = x.slow.lock();
+        let (w, r) = (unpack(x.w.load(Relaxed)), x.r.load(Relaxed));
+        // [FT read same epoch] (again: another thread may have changed R meanwhile)
+        if r == pack(e) {
+            return Rule::ReadSameEpoch;
+        }
+        if let Some(sh) = &slow.shared
+            && sh.vc.get(t.tid) == e.clock
+        {
             // [FT read shared same epoch]
-            Reads::Shared(vc, _) if vc.get(t.tid) == e.clock => return Rule::ReadSharedSameEpoch,
-            _ => {}
+            return Rule::ReadSharedSameEpoch;
         }
         // [FT write-read race]
-        if x.w.tid != t.tid && !x.w.leq(&t.vc) {
-            Self::race(rep, loc, x.w_acc, &cur, "write-read");
+        if w.tid != t.tid && !w.leq(&t.vc) {
+            Self::race(rep, loc, slow.w_site.acc(w, Op::Write), &cur, "write-read");
         }
-        match &mut x.r {
-            Reads::Epoch(r, racc) => {
+        let slow = &mut *slow;
+        match &mut slow.shared {
+            None => {
+                let r = unpack(r);
                 if r.tid == t.tid || r.leq(&t.vc) {
                     // [FT read exclusive]
-                    *r = e;
-                    *racc = Some(cur);
+                    x.r.store(pack(e), Relaxed);
+                    slow.r_site = Site::of(&cur);
                     Rule::ReadExclusive
                 } else {
                     // [FT read share]
@@ -139,64 +210,81 @@ impl FastTrack {
                     vc.set(r.tid, r.clock);
                     vc.set(t.tid, e.clock);
                     let mut accs = Vec::new();
-                    if let Some(a) = racc {
-                        set_acc(&mut accs, *a);
-                    }
+                    set_acc(&mut accs, slow.r_site.acc(r, Op::Read));
                     set_acc(&mut accs, cur);
-                    x.r = Reads::Shared(vc, accs);
+                    slow.shared = Some(Box::new(SharedReads { vc, accs }));
+                    x.r.store(READ_SHARED, Relaxed);
                     Rule::ReadShare
                 }
             }
             // [FT read shared]
-            Reads::Shared(vc, accs) => {
-                vc.set(t.tid, e.clock);
-                set_acc(accs, cur);
+            Some(sh) => {
+                sh.vc.set(t.tid, e.clock);
+                set_acc(&mut sh.accs, cur);
                 Rule::ReadShared
             }
         }
     }
 
-    /// FT2 `write(t,x)`; returns the rule that applied.
-    fn write(&self, t: &ThreadState, x: &mut VarState, loc: Loc, cur: Acc) -> Rule {
+    /// FT2 `write(t,x)` past the unlocked same-epoch check; returns the rule that
+    /// applied.
+    fn write(&self, t: &ThreadState, x: &Cell, loc: Loc, cur: Acc) -> Rule {
         let e = t.epoch();
         let rep = &self.shared.reporter;
+        let mut slow = x.slow.lock();
+        let (w, r) = (unpack(x.w.load(Relaxed)), x.r.load(Relaxed));
         // [FT write same epoch]
-        if x.w == e {
+        if w == e {
             return Rule::WriteSameEpoch;
         }
         // [FT write-write race]
-        if x.w.tid != t.tid && !x.w.leq(&t.vc) {
-            Self::race(rep, loc, x.w_acc, &cur, "write-write");
+        if w.tid != t.tid && !w.leq(&t.vc) {
+            Self::race(rep, loc, slow.w_site.acc(w, Op::Write), &cur, "write-write");
         }
-        match &x.r {
+        match &slow.shared {
             // [FT read-write race]
-            Reads::Epoch(r, racc) => {
+            None => {
+                let r = unpack(r);
                 if r.tid != t.tid && !r.leq(&t.vc) {
-                    Self::race(rep, loc, *racc, &cur, "read-write");
+                    Self::race(rep, loc, slow.r_site.acc(r, Op::Read), &cur, "read-write");
                 }
             }
             // [FT shared-read-write race], one warning per unordered reader
-            Reads::Shared(vc, accs) => {
-                for (u, c) in vc.entries() {
-                    if c > t.vc.get(u) {
-                        let prev = accs.get(u as usize).copied().flatten();
+            Some(sh) => {
+                for (u, c) in sh.vc.entries() {
+                    if c > t.vc.get(u)
+                        && let Some(prev) = sh.accs.get(u as usize).copied().flatten()
+                    {
                         Self::race(rep, loc, prev, &cur, "read-write");
                     }
                 }
             }
         }
         // [FT write exclusive / write shared]: FT2 keeps a shared read state.
-        x.w = e;
-        x.w_acc = Some(cur);
-        match x.r {
-            Reads::Epoch(..) => Rule::WriteExclusive,
-            Reads::Shared(..) => Rule::WriteShared,
+        x.w.store(pack(e), Relaxed);
+        slow.w_site = Site::of(&cur);
+        match slow.shared {
+            None => Rule::WriteExclusive,
+            Some(_) => Rule::WriteShared,
         }
+    }
+
+    /// Number of locations with shadow state, and of those whose reads are shared
+    /// (statistics).
+    fn census(&self) -> (usize, usize) {
+        let (mut n, mut shared) = (0, 0);
+        self.vars.for_each_cell(|c| {
+            if c.w.load(Relaxed) != 0 || c.r.load(Relaxed) != 0 {
+                n += 1;
+                shared += usize::from(c.r.load(Relaxed) == READ_SHARED);
+            }
+        });
+        (n, shared)
     }
 
     /// Number of locations with shadow state (statistics).
     pub fn locations(&self) -> usize {
-        self.vars.len()
+        self.census().0
     }
 }
 
@@ -204,52 +292,45 @@ impl Pass for FastTrack {
     fn name(&self) -> &'static str {
         "fasttrack"
     }
-    fn thread_local(&self) -> Box<Local> {
-        Box::new(RuleCounts::default())
-    }
-    fn access(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) -> Flow {
+    fn access(&self, t: &ThreadState, _local: &mut Local, ev: &Event<'_>) -> Flow {
         let rule = match ev.kind {
             EventKind::Read { loc } => {
-                let cur = Acc::of(t, ev, Op::Read);
-                self.vars
-                    .with(loc, VarState::new, |x| self.read(t, x, loc, cur))
+                let cell = self.vars.get(loc.key());
+                if cell.r.load(Relaxed) == pack(t.epoch()) {
+                    Rule::ReadSameEpoch
+                } else {
+                    let cur = Acc::of(t, ev, Op::Read);
+                    self.read(t, cell, loc, cur)
+                }
             }
             EventKind::Write { loc, .. } => {
-                let cur = Acc::of(t, ev, Op::Write);
-                self.vars
-                    .with(loc, VarState::new, |x| self.write(t, x, loc, cur))
+                let cell = self.vars.get(loc.key());
+                if cell.w.load(Relaxed) == pack(t.epoch()) {
+                    Rule::WriteSameEpoch
+                } else {
+                    let cur = Acc::of(t, ev, Op::Write);
+                    self.write(t, cell, loc, cur)
+                }
             }
             _ => return Flow::Forward,
         };
-        if let Some(c) = local.downcast_mut::<RuleCounts>() {
-            c.0[rule as usize] += 1;
-        }
+        self.rules.get(u64::from(t.tid) << 3).bump(rule);
         Flow::Forward
     }
-    fn event(&self, _t: &ThreadState, local: &mut Local, ev: &Event<'_>) {
-        // Per-thread rule counts join the totals when the thread ends, so the hot
-        // path touches no shared counter.
-        if let EventKind::ThreadEnd = ev.kind
-            && let Some(c) = local.downcast_mut::<RuleCounts>()
-        {
-            for (i, n) in c.0.iter_mut().enumerate() {
-                self.rules[i].fetch_add(std::mem::take(n), Relaxed);
-            }
-        }
-    }
     fn stats(&self) -> Option<serde_json::Value> {
-        let mut shared = 0u64;
-        self.vars.for_each(|v| {
-            if matches!(v.r, Reads::Shared(..)) {
-                shared += 1;
-            }
-        });
+        let (locations, shared) = self.census();
         let mut v = serde_json::json!({
-            "locations": self.locations(),
+            "locations": locations,
             "read_shared_locations": shared,
         });
-        for (i, name) in RULE_NAMES.iter().enumerate() {
-            v[*name] = self.rules[i].load(Relaxed).into();
+        let mut totals = [0u64; 8];
+        self.rules.for_each_cell(|c| {
+            for (t, n) in totals.iter_mut().zip(&c.0) {
+                *t += n.load(Relaxed);
+            }
+        });
+        for (name, n) in RULE_NAMES.iter().zip(totals) {
+            v[*name] = n.into();
         }
         Some(v)
     }

@@ -1,13 +1,23 @@
-//! Shadow state shared by the detectors: a sharded concurrent map from
-//! [`Loc::key`] to a detector's per-location state, and the compact record of one
-//! access that warnings are built from.
+//! Shadow state shared by the detectors: a direct-mapped table from [`Loc::key`] to a
+//! detector's per-location state (a "shadow memory" in ThreadSanitizer's sense), and
+//! the compact record of one access that warnings are built from.
+//!
+//! Layout ([`PageTable`]): keys are byte addresses (VM objects are 8-byte aligned and
+//! a slot `k` has key `object + 8k`; trace variables are slots of one pseudo object),
+//! so `key / 8` indexes a three-level radix table: a fixed top level, middle tables
+//! and leaves of [`LEAF`] cells, both allocated on first touch and never freed before
+//! the table. A lookup is three dependent loads and no lock, no hashing. Keys the
+//! table cannot index (not 8-aligned, or at or above 2^47) go to a locked hash map,
+//! so any key works; the VM and the trace reader never produce them.
 //!
 //! Concurrency design (the same for every detector): guest threads call a pass in
-//! parallel. Each location's state lives in exactly one shard and is only read or
-//! written while that shard's mutex is held, so two threads accessing the same
-//! location are serialized, and threads accessing different shards run in parallel.
-//! The thread's own clock (`ThreadState::vc`) is read without locking: only its thread
-//! writes it (see `crate::clocks`).
+//! parallel. Each location's state lives in one cell, read or written only while
+//! that cell's mutex is held (a one-byte `parking_lot` mutex, uncontended unless two
+//! threads touch the same location at once). The thread's own clock
+//! (`ThreadState::vc`) is read without locking: only its thread writes it (see
+//! `crate::clocks`).
+
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use hashbrown::HashMap;
 use parking_lot::Mutex;
@@ -17,49 +27,186 @@ use crate::event::{Event, Loc, Op, SiteId, Tid};
 use crate::report::{AccessInfo, Warning, WarningKind};
 use crate::thread::ThreadState;
 
-const SHARDS: usize = 64;
+/// Cells per leaf (words of address space).
+pub const LEAF_BITS: u32 = 12;
+pub const LEAF: usize = 1 << LEAF_BITS;
+const MID_BITS: u32 = 16;
+const TOP_BITS: u32 = 16;
+/// Keys below this are direct-mapped: `(LEAF_BITS + MID_BITS + TOP_BITS)` word-index
+/// bits, plus 3 bits of byte offset.
+const DIRECT_LIMIT: u64 = 1 << (LEAF_BITS + MID_BITS + TOP_BITS + 3);
 
-/// `Loc::key() → T`, sharded.
+type Leaf<C> = AtomicPtr<C>;
+
+/// `key → &C`, every cell created by `C::default()` on first touch of its leaf.
+pub struct PageTable<C> {
+    top: Box<[AtomicPtr<Leaf<C>>]>,
+    overflow: Mutex<HashMap<u64, Box<C>>>,
+}
+
+impl<C: Default> Default for PageTable<C> {
+    fn default() -> Self {
+        PageTable {
+            top: (0..1usize << TOP_BITS)
+                .map(|_| AtomicPtr::default())
+                .collect(),
+            overflow: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// Load `slot`, installing a fresh `make()` array of `n` elements if it is null (the
+/// loser of a race frees its array).
+#[inline]
+fn load_or_install<E>(slot: &AtomicPtr<E>, n: usize, make: impl Fn() -> E) -> *mut E {
+    let p = slot.load(Ordering::Acquire);
+    if !p.is_null() {
+        return p;
+    }
+    install(slot, n, make)
+}
+
+#[cold]
+fn install<E>(slot: &AtomicPtr<E>, n: usize, make: impl Fn() -> E) -> *mut E {
+    let fresh: Box<[E]> = (0..n).map(|_| make()).collect();
+    let fresh = Box::into_raw(fresh) as *mut E;
+    match slot.compare_exchange(
+        std::ptr::null_mut(),
+        fresh,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => fresh,
+        Err(existing) => {
+            // SAFETY: `fresh` came from `Box::<[E]>::into_raw` with length `n` above
+            // and was never shared.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(fresh, n)) });
+            existing
+        }
+    }
+}
+
+/// # Safety
+/// `p` is null or came from [`install`] with length `n`, and is not used afterwards.
+unsafe fn free<E>(p: *mut E, n: usize) {
+    if !p.is_null() {
+        // SAFETY: per the contract.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) });
+    }
+}
+
+impl<C: Default> PageTable<C> {
+    /// The cell of `key`.
+    #[inline]
+    pub fn get(&self, key: u64) -> &C {
+        if key & 7 != 0 || key >= DIRECT_LIMIT {
+            return self.get_overflow(key);
+        }
+        let w = key >> 3;
+        let ti = (w >> (LEAF_BITS + MID_BITS)) as usize;
+        let mi = ((w >> LEAF_BITS) & ((1 << MID_BITS) - 1)) as usize;
+        let li = (w & (LEAF as u64 - 1)) as usize;
+        let mid = load_or_install(&self.top[ti], 1 << MID_BITS, AtomicPtr::default);
+        // SAFETY: `mid` points to an array of `1 << MID_BITS` slots that lives as long
+        // as `self` (installed once, freed only in `drop`); `mi` is in range.
+        let leaf_slot = unsafe { &*mid.add(mi) };
+        let leaf = load_or_install(leaf_slot, LEAF, C::default);
+        // SAFETY: as above, for a leaf of `LEAF` cells; `li < LEAF`.
+        unsafe { &*leaf.add(li) }
+    }
+
+    #[cold]
+    fn get_overflow(&self, key: u64) -> &C {
+        let mut map = self.overflow.lock();
+        let cell: *const C = &**map.entry(key).or_insert_with(|| Box::new(C::default()));
+        // SAFETY: the box is never removed or replaced before `self` is dropped, and
+        // its contents do not move when the map grows.
+        unsafe { &*cell }
+    }
+
+    /// Visit every cell of every allocated leaf, and the overflow cells.
+    pub fn for_each_cell(&self, mut f: impl FnMut(&C)) {
+        for t in self.top.iter() {
+            let mid = t.load(Ordering::Acquire);
+            if mid.is_null() {
+                continue;
+            }
+            for mi in 0..1usize << MID_BITS {
+                // SAFETY: see `get`.
+                let leaf = unsafe { &*mid.add(mi) }.load(Ordering::Acquire);
+                if leaf.is_null() {
+                    continue;
+                }
+                for li in 0..LEAF {
+                    // SAFETY: see `get`.
+                    f(unsafe { &*leaf.add(li) });
+                }
+            }
+        }
+        for c in self.overflow.lock().values() {
+            f(c);
+        }
+    }
+}
+
+impl<C> Drop for PageTable<C> {
+    fn drop(&mut self) {
+        for t in self.top.iter() {
+            let mid = t.load(Ordering::Acquire);
+            if mid.is_null() {
+                continue;
+            }
+            for mi in 0..1usize << MID_BITS {
+                // SAFETY: installed by `install` with length LEAF; dropped once here.
+                unsafe { free((*mid.add(mi)).load(Ordering::Acquire), LEAF) };
+            }
+            // SAFETY: installed by `install` with length `1 << MID_BITS`.
+            unsafe { free(mid, 1 << MID_BITS) };
+        }
+    }
+}
+
+// SAFETY: the table hands out `&C` to any thread and moves cells between threads only
+// when it is dropped; that is sound exactly when `C` is `Send + Sync`.
+unsafe impl<C: Send + Sync> Send for PageTable<C> {}
+unsafe impl<C: Send + Sync> Sync for PageTable<C> {}
+
+/// `Loc::key() → T`: one mutex-protected, lazily created state per location.
 pub struct Shadow<T> {
-    shards: Box<[Mutex<HashMap<u64, T>>]>,
+    cells: PageTable<Mutex<Option<T>>>,
 }
 
 impl<T> Default for Shadow<T> {
     fn default() -> Self {
         Shadow {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            cells: PageTable::default(),
         }
     }
-}
-
-#[inline]
-fn shard_of(key: u64) -> usize {
-    let h = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (h >> 58) as usize % SHARDS
 }
 
 impl<T> Shadow<T> {
     /// Run `f` on the state of `loc` (created by `init` on first use) under its
-    /// shard's lock.
+    /// cell's lock.
     #[inline]
     pub fn with<R>(&self, loc: Loc, init: impl FnOnce() -> T, f: impl FnOnce(&mut T) -> R) -> R {
-        let key = loc.key();
-        let mut shard = self.shards[shard_of(key)].lock();
-        f(shard.entry(key).or_insert_with(init))
+        let mut cell = self.cells.get(loc.key()).lock();
+        f(cell.get_or_insert_with(init))
     }
 
-    /// Visit every state (one shard locked at a time).
+    /// Visit every state (one cell locked at a time).
     pub fn for_each(&self, mut f: impl FnMut(&T)) {
-        for s in self.shards.iter() {
-            for v in s.lock().values() {
-                f(v);
+        self.cells.for_each_cell(|c| {
+            if let Some(v) = &*c.lock() {
+                f(v)
             }
-        }
+        });
     }
 
     /// Number of locations with state.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().len()).sum()
+        let mut n = 0;
+        self.for_each(|_| n += 1);
+        n
     }
 
     pub fn is_empty(&self) -> bool {
@@ -112,4 +259,62 @@ pub fn pair_warning(
     w.event = (cur.index != 0).then_some(cur.index);
     w.message = message;
     w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::ObjId;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn every_key_has_its_own_cell() {
+        let t: PageTable<AtomicU64> = PageTable::default();
+        // Direct keys in one leaf, across leaves and middle tables, unaligned keys and
+        // keys past the direct range (overflow map).
+        let keys = [
+            0u64,
+            8,
+            16,
+            8 * LEAF as u64,
+            1 << 40,
+            (1 << 40) + 8,
+            DIRECT_LIMIT - 8,
+            1_000_001,
+            1_000_002,
+            DIRECT_LIMIT,
+            u64::MAX,
+        ];
+        for (i, k) in keys.iter().enumerate() {
+            t.get(*k).store(i as u64 + 1, Ordering::Relaxed);
+        }
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(t.get(*k).load(Ordering::Relaxed), i as u64 + 1, "key {k}");
+        }
+        let mut nonzero = 0;
+        t.for_each_cell(|c| nonzero += usize::from(c.load(Ordering::Relaxed) != 0));
+        assert_eq!(nonzero, keys.len());
+    }
+
+    #[test]
+    fn shadow_creates_state_once_per_location_under_parallel_use() {
+        let s: Shadow<u64> = Shadow::default();
+        std::thread::scope(|sc| {
+            for _ in 0..4 {
+                sc.spawn(|| {
+                    for slot in 0..10_000u32 {
+                        let loc = Loc {
+                            obj: ObjId(1 << 32),
+                            slot,
+                        };
+                        s.with(loc, || 0, |n| *n += 1);
+                    }
+                });
+            }
+        });
+        assert_eq!(s.len(), 10_000);
+        let mut total = 0;
+        s.for_each(|n| total += n);
+        assert_eq!(total, 40_000);
+    }
 }
