@@ -282,4 +282,28 @@ impl Chain {
         }
         s
     }
+
+    /// The inline test the chain's first pass requests ([`Pass::inline_filter`]);
+    /// only the first pass may have accesses dropped before the chain sees them.
+    pub fn inline_filter(&self) -> Option<crate::pass::InlineFilter> {
+        self.passes.first().and_then(|p| p.inline_filter())
+    }
+
+    /// Account for the accesses of `cx`'s thread that the producer dropped inline with
+    /// [`Chain::inline_filter`]: the first pass's counters (events in, dropped) and
+    /// its own statistics ([`Pass::inline_dropped`]). Must be called before the
+    /// thread's `ThreadEnd`, which merges the thread's counters.
+    pub fn add_inline_drops(&self, cx: &mut ThreadCx, drops: &[crate::pass::InlineDrops]) {
+        let Some(p) = self.passes.first() else {
+            return;
+        };
+        if drops.is_empty() {
+            return;
+        }
+        let (reads, writes) = drops
+            .iter()
+            .fold((0, 0), |(r, w), d| (r + d.reads, w + d.writes));
+        cx.counts[0].saw_dropped(reads, writes);
+        p.inline_dropped(&cx.state, cx.locals[0].as_mut(), drops);
+    }
 }

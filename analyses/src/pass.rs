@@ -15,7 +15,7 @@
 
 use std::any::Any;
 
-use crate::event::Event;
+use crate::event::{Event, Loc, SiteId};
 use crate::stats::PassStats;
 use crate::thread::ThreadState;
 
@@ -24,6 +24,33 @@ use crate::thread::ThreadState;
 pub enum Flow {
     Forward,
     Drop,
+}
+
+/// An access test a pass asks the producer to perform inline, in place of calling
+/// [`Pass::access`], when the pass is the first of its chain (an earlier pass could
+/// otherwise miss accesses). The producer drops the access itself when the test says
+/// so, and reports the dropped accesses later with [`Pass::inline_dropped`] (through
+/// [`crate::Chain::add_inline_drops`]), so every statistic is as if the pass had seen
+/// them. A producer may always call [`Pass::access`] instead: the test must be exactly
+/// a case in which `access` returns [`Flow::Drop`] with no effect other than what
+/// `inline_dropped` reproduces.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum InlineFilter {
+    /// Drop a `Read`/`Write` of an object or array (never of the statics block) for
+    /// which [`crate::env::HeapView::is_shared`] is false, except a `Write` of a
+    /// non-null reference into a target whose
+    /// [`crate::env::HeapView::is_capsule_shared`] is true (`escape`, Rhodes Fig. 4.4).
+    NotShared,
+}
+
+/// Accesses at one site that the producer dropped inline ([`InlineFilter`]) during
+/// one thread: how many reads and writes, and one location the site accessed.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct InlineDrops {
+    pub site: SiteId,
+    pub rep: Loc,
+    pub reads: u64,
+    pub writes: u64,
 }
 
 /// Per-thread state of one pass.
@@ -60,4 +87,15 @@ pub trait Pass: Send + Sync {
     fn counters(&self) -> Option<&PassStats> {
         None
     }
+
+    /// The test the producer may perform inline for this pass when it is first in its
+    /// chain (see [`InlineFilter`]); `None`: every access calls [`Pass::access`].
+    fn inline_filter(&self) -> Option<InlineFilter> {
+        None
+    }
+
+    /// Accesses of thread `t` that the producer dropped inline with this pass's
+    /// [`InlineFilter`], delivered before the thread's `ThreadEnd`: account for them
+    /// exactly as [`Pass::access`] would have (statistics only; they were dropped).
+    fn inline_dropped(&self, _t: &ThreadState, _local: &mut Local, _drops: &[InlineDrops]) {}
 }

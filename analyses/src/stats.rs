@@ -25,6 +25,14 @@ impl LocalCounts {
     pub fn saw(&mut self, kind: &EventKind<'_>) {
         self.events_in[kind.ordinal()] += 1;
     }
+
+    /// `reads` reads and `writes` writes that came in and were dropped (accesses the
+    /// producer filtered inline for this pass, see `crate::pass::InlineFilter`).
+    pub fn saw_dropped(&mut self, reads: u64, writes: u64) {
+        self.events_in[0] += reads;
+        self.events_in[1] += writes;
+        self.dropped += reads + writes;
+    }
 }
 
 impl PassStats {

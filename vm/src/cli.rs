@@ -105,6 +105,10 @@ struct RunArgs {
     /// `capsule` annotations; `inferred` reads FILE.capsules (see `infer-capsules`).
     #[arg(long, value_name = "C1,C2|inferred")]
     capsules: Option<String>,
+    /// JIT: call the first pass for every access instead of its inline test
+    /// (measurement only).
+    #[arg(long, hide = true)]
+    no_inline_filter: bool,
 }
 
 #[derive(Args, Debug)]
@@ -277,6 +281,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         max_heap: a.max_heap.unwrap_or(DEFAULT_MAX_HEAP),
         capture_stdout: false,
         echo_notes: true,
+        inline_filter: !a.no_inline_filter,
     };
     let out = match run_program(Arc::new(program), &cfg) {
         Ok(o) => o,

@@ -16,23 +16,21 @@
 use std::sync::Arc;
 
 use analyses::thread::ThreadCx;
-use analyses::{EventKind, Loc, MethodId, ObjId, Spec as ASpec};
+use analyses::{EventKind, Loc, ObjId, Spec as ASpec};
 use lang::ir::{
-    FuncId, FuncKind, Function, Inst, Local, PrintArg, Program, Repr, SiteId, Spec, Terminator,
-    Type,
+    FieldRef, FuncId, FuncKind, Function, Inst, Local, Program, SiteId, Spec, Terminator,
 };
 
 use crate::Tid;
 use crate::bridge::ref_value;
-use crate::error::{ErrorKind, RuntimeError, StackFrame};
-use crate::heap::{self, Arena, HeapFull};
+use crate::error::{ErrorKind, StackFrame};
+use crate::heap::{self, Arena};
 use crate::image::{Image, const_bits};
-use crate::jfmt::double_to_string;
-use crate::layout::{self, Kind};
+use crate::layout;
 use crate::ops;
+use crate::rtops::{self, Guest};
 use crate::runtime::Runtime;
 use crate::sched::Stop;
-use crate::sync;
 
 #[derive(Clone, Copy, Debug)]
 struct Frame {
@@ -68,8 +66,9 @@ fn spec_of(s: Spec) -> ASpec {
     }
 }
 
-/// The first site in block `bi` of `func` (for errors raised at a block boundary).
-fn block_site(func: &Function, bi: usize) -> SiteId {
+/// The first site in block `bi` of `func` (for errors raised at a block boundary;
+/// the JIT uses it for its step limit too).
+pub(crate) fn block_site(func: &Function, bi: usize) -> SiteId {
     func.blocks
         .get(bi)
         .and_then(|b| b.insts.iter().find_map(inst_site))
@@ -128,6 +127,24 @@ macro_rules! emit {
     };
 }
 
+/// Run `$body` with `$g` bound to this thread as a [`Guest`] of the shared runtime
+/// operations (a macro, so `$body` may still borrow the registers).
+macro_rules! guest {
+    ($self:ident, $g:ident => $body:expr) => {{
+        let frames = &$self.frames;
+        let stack = |s: SiteId| stack_of(frames, s);
+        let $g = &mut Guest {
+            rt: &$self.rt,
+            tid: $self.tid,
+            seeded: $self.seeded,
+            arena: &mut $self.arena,
+            cx: &mut $self.cx,
+            stack: &stack,
+        };
+        $body
+    }};
+}
+
 /// Run guest thread `tid` from `func(args)` to its end; `site` is the fork site (the
 /// declaration of `main` for the main thread).
 pub fn run_thread(
@@ -138,8 +155,7 @@ pub fn run_thread(
     site: SiteId,
     cx: Option<ThreadCx>,
 ) {
-    let rt2 = rt.clone();
-    let body = std::panic::AssertUnwindSafe(move || {
+    let body = move |rt: Arc<Runtime>| {
         let mut it = Interp {
             seeded: rt.seeded,
             rt,
@@ -150,50 +166,16 @@ pub fn run_thread(
             steps: 0,
             cx,
         };
-        if it.rt.sched.start(tid).is_ok() {
-            let _ = it.run_entry(func, &args, site);
-        }
-    });
-    if let Err(panic) = std::panic::catch_unwind(body) {
-        let msg = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        rt2.sched.fail(RuntimeError {
-            kind: ErrorKind::Internal,
-            detail: msg,
-            tid,
-            site,
-            stack: Vec::new(),
-            notes: Vec::new(),
-        });
-    }
-    rt2.sched.finish(tid);
+        let _ = it.run_entry(func, &args, site);
+    };
+    rtops::thread_main(rt, tid, site, body, || {});
 }
 
 impl Interp {
     /// Record a runtime error at `site` of the innermost frame and stop.
     fn fail(&self, kind: ErrorKind, detail: String, site: SiteId) -> Stop {
-        self.rt.sched.fail(RuntimeError {
-            kind,
-            detail,
-            tid: self.tid,
-            site,
-            stack: stack_of(&self.frames, site),
-            notes: Vec::new(),
-        })
-    }
-
-    /// The heap limit was hit allocating `words` words.
-    fn heap_full(&self, site: SiteId, words: Option<usize>) -> Stop {
-        let h = &self.rt.image.heap;
-        let what = match words.and_then(|w| w.checked_mul(layout::WORD)) {
-            Some(b) => format!("cannot allocate {b} bytes"),
-            None => "cannot allocate an array that large".to_string(),
-        };
-        let detail = format!("{what} ({} of {} bytes in use)", h.used(), h.limit());
-        self.fail(ErrorKind::HeapLimit, detail, site)
+        let stack = stack_of(&self.frames, site);
+        rtops::fail(&self.rt, self.tid, kind, detail, site, stack)
     }
 
     #[inline]
@@ -225,199 +207,24 @@ impl Interp {
 
     /// Method prologue of the frame just pushed: acquire (synchronized), enter, begin.
     fn enter_frame(&mut self, site: SiteId) -> Result<(), Stop> {
-        let rt = self.rt.clone();
         let fr = *self.frames.last().expect("frame");
-        let f = rt.image.program.func(fr.func);
-        if f.is_synchronized {
-            let obj = if f.kind == FuncKind::Static {
-                rt.image.class_monitor(f.class)
-            } else {
-                self.regs[fr.base]
-            };
-            self.point()?;
-            self.monitor_enter(obj, site)?;
-            if let Some(top) = self.frames.last_mut() {
-                top.lock = obj;
-            }
-        }
-        if let (Some(b), Some(cx)) = (rt.bridge.as_ref(), self.cx.as_mut()) {
-            let first = if f.kind == FuncKind::Static { 0 } else { 1 };
-            let receiver = (first == 1).then(|| ObjId(self.regs[fr.base]));
-            let args: Vec<ObjId> = (first..f.num_params as usize)
-                .filter(|&i| f.locals[i].ty.is_ref() && self.regs[fr.base + i] != 0)
-                .map(|i| ObjId(self.regs[fr.base + i]))
-                .collect();
-            b.emit(
-                cx,
-                site,
-                EventKind::Enter {
-                    method: MethodId(fr.func.0),
-                    receiver,
-                    args: &args,
-                },
-            );
-            if f.is_deterministic {
-                b.emit(
-                    cx,
-                    site,
-                    EventKind::Begin {
-                        spec: ASpec::Deterministic,
-                    },
-                );
-            }
-            if f.is_atomic {
-                b.emit(
-                    cx,
-                    site,
-                    EventKind::Begin {
-                        spec: ASpec::Atomic,
-                    },
-                );
-            }
+        let lock = guest!(self, g => g.enter_method(fr.func, &self.regs[fr.base..], site))?;
+        if let Some(top) = self.frames.last_mut() {
+            top.lock = lock;
         }
         Ok(())
     }
 
     /// Method epilogue (end, exit, release) and pop.
     fn leave_frame(&mut self, val: u64) -> Result<Frame, Stop> {
-        let rt = self.rt.clone();
         let fr = *self.frames.last().expect("frame");
-        let f = rt.image.program.func(fr.func);
-        if let (Some(b), Some(cx)) = (rt.bridge.as_ref(), self.cx.as_mut()) {
-            let site = fr.call_site;
-            if f.is_atomic {
-                b.emit(
-                    cx,
-                    site,
-                    EventKind::End {
-                        spec: ASpec::Atomic,
-                    },
-                );
-            }
-            if f.is_deterministic {
-                b.emit(
-                    cx,
-                    site,
-                    EventKind::End {
-                        spec: ASpec::Deterministic,
-                    },
-                );
-            }
-            b.emit(
-                cx,
-                site,
-                EventKind::Exit {
-                    method: MethodId(fr.func.0),
-                    ret: ref_value(f.ret.is_ref(), val),
-                },
-            );
-        }
-        if fr.lock != 0 {
-            self.point()?;
-            self.monitor_exit(fr.lock, fr.call_site)?;
-        }
+        guest!(self, g => g.leave_method(fr.func, val, fr.lock, fr.call_site))?;
         self.frames.pop();
         Ok(fr)
     }
 
-    fn monitor_enter(&mut self, obj: u64, site: SiteId) -> Result<(), Stop> {
-        let rt = self.rt.clone();
-        let frames = &self.frames;
-        let outer = sync::acquire(
-            &rt.image.heap,
-            &rt.sched,
-            &mut self.arena,
-            self.tid,
-            obj,
-            site,
-            &|| stack_of(frames, site),
-        )?;
-        if outer {
-            emit!(self, rt, site, EventKind::Acquire { lock: ObjId(obj) });
-        }
-        Ok(())
-    }
-
-    fn monitor_exit(&mut self, obj: u64, site: SiteId) -> Result<(), Stop> {
-        let rt = self.rt.clone();
-        match sync::exit(self.tid, obj) {
-            Err(sync::NotHeld) => Err(self.fail(
-                ErrorKind::IllegalMonitorState,
-                format!(
-                    "releasing the monitor of {} without holding it",
-                    crate::env::obj_label(&rt.image, obj)
-                ),
-                site,
-            )),
-            Ok(None) => Ok(()),
-            Ok(Some(m)) => {
-                emit!(self, rt, site, EventKind::Release { lock: ObjId(obj) });
-                sync::unlock(&rt.sched, m, obj);
-                Ok(())
-            }
-        }
-    }
-
     fn null(&self, what: &str, site: SiteId) -> Stop {
         self.fail(ErrorKind::NullDereference, what.to_string(), site)
-    }
-
-    /// Allocate `new T[d0][d1]…` (`elem` = element type of the outermost array).
-    fn new_array(
-        &mut self,
-        img: &Image,
-        elem: &Type,
-        dims: &[i64],
-        site: SiteId,
-    ) -> Result<u64, Stop> {
-        let t = Type::Array(Box::new(elem.clone()));
-        let id = img.array_type_id(&t);
-        let len = dims[0] as u64;
-        let words = usize::try_from(len)
-            .ok()
-            .and_then(|n| n.checked_add(layout::ARRAY_DATA));
-        let a = match words {
-            Some(w) => img.heap.alloc(&mut self.arena, w, Kind::Array, id, true),
-            None => Err(HeapFull),
-        };
-        let a = a.map_err(|_| self.heap_full(site, words))?;
-        heap::store(a, layout::ARRAY_LEN, len);
-        let rt = self.rt.clone();
-        emit!(self, rt, site, EventKind::Alloc { obj: ObjId(a) });
-        if dims.len() > 1
-            && let Type::Array(inner) = elem
-        {
-            for i in 0..len as usize {
-                let sub = self.new_array(img, inner, &dims[1..], site)?;
-                heap::store(a, layout::ARRAY_DATA + i, sub);
-            }
-        }
-        Ok(a)
-    }
-
-    fn print(&self, prog: &Program, args: &[PrintArg], base: usize) {
-        let mut s = String::new();
-        for (i, a) in args.iter().enumerate() {
-            if i > 0 {
-                s.push(' ');
-            }
-            match a {
-                PrintArg::Str(x) => s.push_str(x),
-                PrintArg::Value(l, repr) => {
-                    let v = self.regs[base + l.index()];
-                    match repr {
-                        Repr::Int => s.push_str(&(v as i64).to_string()),
-                        Repr::Double => s.push_str(&double_to_string(f64::from_bits(v))),
-                        Repr::Bool => s.push_str(if v != 0 { "true" } else { "false" }),
-                        Repr::Ref => s.push_str(&crate::env::obj_label(&self.rt.image, v)),
-                        Repr::Void => {}
-                    }
-                }
-            }
-        }
-        let _ = prog;
-        s.push('\n');
-        self.rt.out.line(&s);
     }
 
     /// The main loop: runs until the thread's entry frame returns.
@@ -470,21 +277,9 @@ impl Interp {
                             site,
                         } => {
                             let o = r!(obj);
-                            if o == 0 {
-                                let fd = prog.field(*field);
-                                let cn = &prog.class(field.class).name;
-                                return Err(
-                                    self.null(&format!("reading field {cn}.{}", fd.name), *site)
-                                );
-                            }
-                            self.point()?;
-                            let slot = layout::FIELD0 + field.index as usize;
-                            let loc = Loc {
-                                obj: ObjId(o),
-                                slot: field.index,
-                            };
-                            r!(dst) =
-                                self.read(o, slot, loc, prog.field(*field).is_volatile, *site);
+                            let (slot, loc) = self.field(prog, o, *field, false, *site)?;
+                            let fd = prog.field(*field);
+                            r!(dst) = self.read(o, slot, loc, fd.is_volatile, *site);
                         }
                         Inst::PutField {
                             obj,
@@ -493,20 +288,8 @@ impl Interp {
                             site,
                         } => {
                             let o = r!(obj);
-                            if o == 0 {
-                                let fd = prog.field(*field);
-                                let cn = &prog.class(field.class).name;
-                                return Err(
-                                    self.null(&format!("writing field {cn}.{}", fd.name), *site)
-                                );
-                            }
-                            self.point()?;
+                            let (slot, loc) = self.field(prog, o, *field, true, *site)?;
                             let fd = prog.field(*field);
-                            let slot = layout::FIELD0 + field.index as usize;
-                            let loc = Loc {
-                                obj: ObjId(o),
-                                slot: field.index,
-                            };
                             let v = r!(src);
                             self.write(o, slot, loc, v, fd.ty.is_ref(), fd.is_volatile, *site);
                         }
@@ -574,24 +357,8 @@ impl Interp {
                             let v = r!(src);
                             heap::store(a, slot, v);
                             if rt.bridge.is_some() {
-                                let is_ref = img
-                                    .elem_is_ref
-                                    .get(heap::type_id(a) as usize)
-                                    .copied()
-                                    .unwrap_or(false);
-                                let loc = Loc {
-                                    obj: ObjId(a),
-                                    slot: i as u32,
-                                };
-                                emit!(
-                                    self,
-                                    rt,
-                                    *site,
-                                    EventKind::Write {
-                                        loc,
-                                        value: ref_value(is_ref, v),
-                                    }
-                                );
+                                let ev = rtops::element_write(img, a, i as u64, v);
+                                emit!(self, rt, *site, ev);
                             }
                         }
                         Inst::ArrayLength { dst, arr, site } => {
@@ -602,27 +369,7 @@ impl Interp {
                             r!(dst) = heap::array_len(a);
                         }
                         Inst::New { dst, class, site } => {
-                            self.point()?;
-                            let c = prog.class(*class);
-                            let o = img
-                                .heap
-                                .alloc(
-                                    &mut self.arena,
-                                    layout::FIELD0 + c.fields.len(),
-                                    Kind::Object,
-                                    class.0,
-                                    true,
-                                )
-                                .map_err(|_| {
-                                    self.heap_full(*site, Some(layout::FIELD0 + c.fields.len()))
-                                })?;
-                            for (i, f) in c.fields.iter().enumerate() {
-                                if let Some(k) = f.init {
-                                    heap::store(o, layout::FIELD0 + i, const_bits(k));
-                                }
-                            }
-                            r!(dst) = o;
-                            emit!(self, rt, *site, EventKind::Alloc { obj: ObjId(o) });
+                            r!(dst) = guest!(self, g => g.new_object(*class, *site))?;
                         }
                         Inst::NewArray {
                             dst,
@@ -631,39 +378,11 @@ impl Interp {
                             site,
                         } => {
                             let ds: Vec<i64> = dims.iter().map(|l| r!(l) as i64).collect();
-                            if let Some(n) = ds.iter().find(|n| **n < 0) {
-                                return Err(self.fail(
-                                    ErrorKind::NegativeArraySize,
-                                    n.to_string(),
-                                    *site,
-                                ));
-                            }
-                            self.point()?;
-                            r!(dst) = self.new_array(img, elem, &ds, *site)?;
+                            r!(dst) = guest!(self, g => g.new_array(elem, &ds, *site))?;
                         }
                         Inst::NewBarrier { dst, parties, site } => {
                             let n = r!(parties) as i64;
-                            if n < 1 || n > u32::MAX as i64 {
-                                return Err(self.fail(
-                                    ErrorKind::IllegalBarrierSize,
-                                    format!("{n} parties"),
-                                    *site,
-                                ));
-                            }
-                            self.point()?;
-                            let b = img
-                                .heap
-                                .alloc(
-                                    &mut self.arena,
-                                    layout::BARRIER_WORDS,
-                                    Kind::Barrier,
-                                    0,
-                                    true,
-                                )
-                                .map_err(|_| self.heap_full(*site, Some(layout::BARRIER_WORDS)))?;
-                            heap::store(b, layout::BARRIER_PARTIES, n as u64);
-                            r!(dst) = b;
-                            emit!(self, rt, *site, EventKind::Alloc { obj: ObjId(b) });
+                            r!(dst) = guest!(self, g => g.new_barrier(n, *site))?;
                         }
                         Inst::Call {
                             dst,
@@ -719,63 +438,36 @@ impl Interp {
                             site,
                         } => {
                             let vals: Vec<u64> = args.iter().map(|a| r!(a)).collect();
-                            r!(dst) = self.fork(prog, *f, vals, *site)?;
+                            let (rt2, f, site) = (rt.clone(), *f, *site);
+                            let body = move |child, vals, cx| {
+                                run_thread(rt2, child, f, vals, site, cx);
+                            };
+                            r!(dst) = guest!(self, g => g.fork(f, vals, site, body))?;
                         }
                         Inst::Join { thread, site } => {
                             let t = r!(thread);
-                            if t == 0 {
-                                return Err(self.null("joining a null thread", *site));
-                            }
-                            self.point()?;
-                            let child = heap::load(t, layout::THREAD_TID) as Tid;
-                            let frames = &self.frames;
-                            rt.sched
-                                .join(self.tid, child, *site, &|| stack_of(frames, *site))?;
-                            emit!(self, rt, *site, EventKind::Join { child });
+                            guest!(self, g => g.join(t, *site))?;
                         }
                         Inst::ThreadId { dst } => r!(dst) = self.tid as u64,
                         Inst::MonitorEnter { obj, site } => {
                             let o = r!(obj);
-                            if o == 0 {
-                                return Err(self.null("synchronizing on null", *site));
-                            }
-                            self.point()?;
-                            self.monitor_enter(o, *site)?;
+                            guest!(self, g => g.synchronize(o, true, *site))?;
                         }
                         Inst::MonitorExit { obj, site } => {
                             let o = r!(obj);
-                            if o == 0 {
-                                return Err(self.null("synchronizing on null", *site));
-                            }
-                            self.point()?;
-                            self.monitor_exit(o, *site)?;
+                            guest!(self, g => g.synchronize(o, false, *site))?;
                         }
                         Inst::Wait { obj, site } => {
                             let o = r!(obj);
-                            self.wait(o, *site)?;
+                            guest!(self, g => g.wait(o, *site))?;
                         }
                         Inst::Notify { obj, all, site } => {
                             let o = r!(obj);
-                            if o == 0 {
-                                return Err(self.null("notify on null", *site));
-                            }
-                            self.point()?;
-                            if sync::check_held(self.tid, o).is_err() {
-                                let what = if *all { "notifyAll" } else { "notify" };
-                                return Err(self.fail(
-                                    ErrorKind::IllegalMonitorState,
-                                    format!(
-                                        "{what}() on {} without holding its monitor",
-                                        crate::env::obj_label(img, o)
-                                    ),
-                                    *site,
-                                ));
-                            }
-                            sync::notify(&rt.sched, o, *all);
+                            guest!(self, g => g.notify(o, *all, *site))?;
                         }
                         Inst::BarrierAwait { barrier, site } => {
                             let b = r!(barrier);
-                            self.barrier_await(b, *site)?;
+                            guest!(self, g => g.barrier_await(b, *site))?;
                         }
                         Inst::SpecBegin { spec, site } => {
                             emit!(
@@ -804,7 +496,9 @@ impl Interp {
                             }
                             r!(dst) = ops::math(*m, &a[..args.len().min(2)]);
                         }
-                        Inst::Print { args, .. } => self.print(prog, args, base),
+                        Inst::Print { args, .. } => {
+                            rtops::print(&rt, args, |l| self.regs[base + l.index()]);
+                        }
                         Inst::Assert { cond, site } => {
                             if r!(cond) == 0 {
                                 return Err(self.fail(
@@ -878,6 +572,28 @@ impl Interp {
         Ok(())
     }
 
+    /// Null check and scheduling point of an access to `o.field`; returns the
+    /// field's word index and location.
+    #[inline]
+    fn field(
+        &self,
+        prog: &Program,
+        o: u64,
+        field: FieldRef,
+        writing: bool,
+        site: SiteId,
+    ) -> Result<(usize, Loc), Stop> {
+        if o == 0 {
+            return Err(self.null(&rtops::null_field(prog, field, writing), site));
+        }
+        self.point()?;
+        let loc = Loc {
+            obj: ObjId(o),
+            slot: field.index,
+        };
+        Ok((layout::FIELD0 + field.index as usize, loc))
+    }
+
     /// Null and bounds checks of `a[i]`; returns the element's word index.
     #[inline]
     fn element(&self, a: u64, i: i64, site: SiteId) -> Result<usize, Stop> {
@@ -946,132 +662,5 @@ impl Interp {
             _ if volatile => heap::store_volatile(o, slot, v),
             _ => heap::store(o, slot, v),
         }
-    }
-
-    /// `fork f(vals)`: a new guest thread; returns its `Thread` object.
-    fn fork(
-        &mut self,
-        prog: &Program,
-        f: FuncId,
-        vals: Vec<u64>,
-        site: SiteId,
-    ) -> Result<u64, Stop> {
-        let rt = self.rt.clone();
-        let callee = prog.func(f);
-        let is_method = callee.kind != FuncKind::Static;
-        if is_method && vals.first().copied().unwrap_or(0) == 0 {
-            return Err(self.null(&format!("forking {} on null", prog.func_name(f)), site));
-        }
-        self.point()?;
-        if !rt.admit_thread() {
-            return Err(self.fail(
-                ErrorKind::ThreadLimit,
-                format!("more than {} threads", rt.limits.max_threads),
-                site,
-            ));
-        }
-        let t = rt
-            .image
-            .heap
-            .alloc(&mut self.arena, layout::THREAD_WORDS, Kind::Thread, 0, true)
-            .map_err(|_| self.heap_full(site, Some(layout::THREAD_WORDS)))?;
-        let child = rt.sched.register();
-        heap::store(t, layout::THREAD_TID, child as u64);
-        let child_cx = match (rt.bridge.as_ref(), self.cx.as_mut()) {
-            (Some(b), Some(cx)) => {
-                let handed: Vec<ObjId> = vals
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, v)| **v != 0 && callee.locals[*i].ty.is_ref())
-                    .map(|(_, v)| ObjId(*v))
-                    .collect();
-                Some(b.fork(cx, child, site, &handed))
-            }
-            _ => None,
-        };
-        let rt2 = rt.clone();
-        if let Err(e) = rt.spawn(child, move || {
-            run_thread(rt2, child, f, vals, site, child_cx)
-        }) {
-            rt.sched.finish(child);
-            return Err(self.fail(
-                ErrorKind::ThreadLimit,
-                format!("the OS refused a new thread: {e}"),
-                site,
-            ));
-        }
-        Ok(t)
-    }
-
-    /// `o.wait()`: release (event) while holding, sleep, re-acquire, acquire (event).
-    fn wait(&mut self, o: u64, site: SiteId) -> Result<(), Stop> {
-        let rt = self.rt.clone();
-        if o == 0 {
-            return Err(self.null("wait on null", site));
-        }
-        self.point()?;
-        let m = match sync::check_held(self.tid, o) {
-            Ok(m) => m,
-            Err(_) => {
-                return Err(self.fail(
-                    ErrorKind::IllegalMonitorState,
-                    format!(
-                        "wait() on {} without holding its monitor",
-                        crate::env::obj_label(&rt.image, o)
-                    ),
-                    site,
-                ));
-            }
-        };
-        emit!(self, rt, site, EventKind::Release { lock: ObjId(o) });
-        let frames = &self.frames;
-        sync::wait(&rt.sched, m, self.tid, o, site, &|| stack_of(frames, site))?;
-        emit!(self, rt, site, EventKind::Acquire { lock: ObjId(o) });
-        Ok(())
-    }
-
-    /// `b.await()`: barrier enter (atomically with the arrival), sleep until the
-    /// episode trips, barrier exit.
-    fn barrier_await(&mut self, b: u64, site: SiteId) -> Result<(), Stop> {
-        let rt = self.rt.clone();
-        if b == 0 {
-            return Err(self.null("await on a null barrier", site));
-        }
-        self.point()?;
-        let frames = &self.frames;
-        let cx = &mut self.cx;
-        let bridge = rt.bridge.as_ref();
-        let mut enter = |generation: u64, parties: u32| {
-            if let (Some(br), Some(cx)) = (bridge, cx.as_mut()) {
-                br.emit(
-                    cx,
-                    site,
-                    EventKind::BarrierEnter {
-                        barrier: ObjId(b),
-                        generation,
-                        parties,
-                    },
-                );
-            }
-        };
-        let (generation, parties) = sync::barrier_await(
-            &rt.sched,
-            self.tid,
-            b,
-            site,
-            &|| stack_of(frames, site),
-            &mut enter,
-        )?;
-        emit!(
-            self,
-            rt,
-            site,
-            EventKind::BarrierExit {
-                barrier: ObjId(b),
-                generation,
-                parties,
-            }
-        );
-        Ok(())
     }
 }

@@ -5,7 +5,9 @@
 //! - [`layout`]: the heap block layout (the JIT relies on it); [`heap`]: arenas and
 //!   slot accessors; [`image`]: a program loaded into a heap.
 //! - [`sched`]: run states, blocking, deadlock detection, `os`/`seeded` schedulers;
-//!   [`sync`]: monitors, wait/notify, barriers; [`runtime`]: one run's shared state.
+//!   [`sync`]: monitors, wait/notify, barriers; [`runtime`]: one run's shared state;
+//!   [`rtops`]: the runtime operations both tiers share (allocation, monitors,
+//!   wait/notify, barriers, fork/join, method prologue/epilogue, print).
 //! - [`interp`]: the interpreter; [`ops`]: value operations; [`jfmt`]: Java's
 //!   `Double.toString`; [`output`]: the guest's stdout.
 //! - [`bridge`] and [`env`]: events to the analysis chain, names for reports.
@@ -28,6 +30,7 @@ pub mod jit;
 pub mod layout;
 pub mod ops;
 pub mod output;
+pub mod rtops;
 pub mod run;
 pub mod runtime;
 pub mod sched;

@@ -86,6 +86,10 @@ pub struct RunConfig {
     /// says (`None` = the source's `capsule` annotations). An unknown name is a
     /// [`ConfigError`].
     pub capsules: Option<Vec<String>>,
+    /// JIT tier: let generated code drop accesses inline when the chain's first pass
+    /// requests it (`Chain::inline_filter`, e.g. `escape`). Off only for measurement
+    /// (hidden `capvm run --no-inline-filter`); results are the same either way.
+    pub inline_filter: bool,
 }
 
 impl Default for RunConfig {
@@ -102,6 +106,7 @@ impl Default for RunConfig {
             capture_stdout: true,
             echo_notes: false,
             capsules: None,
+            inline_filter: true,
         }
     }
 }
@@ -287,7 +292,12 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
             run_thread(rt2, 0, main, Vec::new(), entry, main_cx)
         }),
         Tier::Jit => {
-            let code = match crate::jit::compile(&image, crate::jit::JitOptions::for_runtime(&rt)) {
+            // The chain's inline request becomes a header test (`HeaderFilter::of`).
+            let mut options = crate::jit::JitOptions::for_runtime(&rt);
+            if !cfg.inline_filter {
+                options.inline_filter = None;
+            }
+            let code = match crate::jit::compile(&image, options) {
                 Ok(c) => Arc::new(c),
                 Err(e) => {
                     let err = RuntimeError {

@@ -441,6 +441,34 @@ fn runtime_errors_match() {
     }
 }
 
+/// The heap limit gives the same error (kind, message, site, stack) on both tiers.
+#[test]
+fn heap_limit_errors_match() {
+    let bodies = [
+        "int[][] keep = new int[1000][]; \
+         for (int i = 0; i < 1000; i++) { keep[i] = new int[10000]; } print(keep.length);",
+        "Box b = null; for (int i = 0; i < 1000000; i++) { Box n = new Box(); n.next = b; b = n; }",
+        "int[] a = new int[0x7fff_ffff_ffff_fff0]; print(a.length);",
+        "Barrier[] keep = new Barrier[100000]; \
+         for (int i = 0; i < keep.length; i++) { keep[i] = new Barrier(1); }",
+    ];
+    for body in bodies {
+        let src = format!(
+            "class Box {{ int v; Box next; }}\n\
+             class Main {{ static void main() {{ {body} }} }}\n"
+        );
+        let prog = compile_src("heap.cj", &src).unwrap_or_else(|| panic!("{src}"));
+        let mut lim = Limits::steps(u64::MAX);
+        lim.max_heap = 1 << 20;
+        let a = run(&prog, Tier::Interp, SchedKind::Seeded(1), true, lim);
+        let b = run(&prog, Tier::Jit, SchedKind::Seeded(1), true, lim);
+        let d = diff(body, &a, &b, true);
+        assert!(d.is_empty(), "{}", d.join("\n"));
+        let e = b.out.error.expect("an error");
+        assert_eq!(e.kind, ErrorKind::HeapLimit, "{body}");
+    }
+}
+
 #[test]
 fn step_limit_counts_like_the_interpreter() {
     // The exact step at which a run fails (block edges and calls) must be the same on
@@ -458,14 +486,18 @@ fn step_limit_counts_like_the_interpreter() {
 
 // ------------------------------------------------ the inline `escape` fast path
 
-/// A seeded run on the JIT with the inline `escape` filter (not selectable through
-/// `RunConfig` yet, so the run is assembled here): (error, warnings, stdout, accesses
-/// the first pass saw).
-fn run_inline_escape(
-    prog: &Arc<Program>,
-    tools: &str,
-    seed: u64,
-) -> (Option<String>, Vec<String>, Vec<u8>, u64) {
+/// What a seeded JIT run assembled from the parts of `run_program` shows: (error,
+/// warnings, stdout, the chain's statistics JSON, accesses dropped inline). The
+/// inline filter is the one `JitOptions::for_runtime` derives from the chain.
+struct InlineRun {
+    error: Option<String>,
+    warnings: Vec<String>,
+    stdout: Vec<u8>,
+    stats: serde_json::Value,
+    dropped_inline: u64,
+}
+
+fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
     use vm::bridge::Bridge;
     use vm::env::VmEnv;
     use vm::image::Image;
@@ -491,20 +523,24 @@ fn run_inline_escape(
         Output::new(true),
         limits,
     ));
-    let mut options = JitOptions::for_runtime(&rt);
-    options.inline_filter = Some(jit::HeaderFilter::ESCAPE);
+    let options = JitOptions::for_runtime(&rt);
+    assert_eq!(
+        options.inline_filter,
+        Some(jit::HeaderFilter::ESCAPE),
+        "`escape` first must request its inline test"
+    );
     let code = Arc::new(jit::compile(&image, options).expect("compile"));
     let cx = rt.bridge.as_ref().map(|b| b.chain.main_thread());
-    let rt2 = rt.clone();
+    let (rt2, code2) = (rt.clone(), code.clone());
     let main = prog.main;
     rt.spawn(0, move || {
-        jit::run_thread(rt2, code, 0, main, Vec::new(), lang::ir::SiteId(0), cx)
+        jit::run_thread(rt2, code2, 0, main, Vec::new(), lang::ir::SiteId(0), cx)
     })
     .expect("spawn");
     assert!(rt.join_all(), "a guest thread panicked");
-    let err = rt.sched.take_error().map(|e| e.render(prog));
+    let error = rt.sched.take_error().map(|e| e.render(prog));
     let b = rt.bridge.as_ref().expect("bridge");
-    if err.is_none() {
+    if error.is_none() {
         b.chain.finish();
     }
     let warnings = b
@@ -513,51 +549,95 @@ fn run_inline_escape(
         .iter()
         .map(|w| analyses::report::render_text(w, &*env, &b.chain.shared.ctxs))
         .collect();
-    let seen = b.chain.stats_json()["passes"][0]["accesses_in"]
-        .as_u64()
-        .unwrap_or(0);
-    (err, warnings, rt.out.take(), seen)
+    InlineRun {
+        error,
+        warnings,
+        stdout: rt.out.take(),
+        stats: b.chain.stats_json(),
+        dropped_inline: code
+            .inline_dropped
+            .load(std::sync::atomic::Ordering::Relaxed),
+    }
 }
 
+/// With `escape` first, the JIT drops thread-local accesses without a call, and the
+/// run is the interpreter's: warnings, output, and every statistic (the per-pass
+/// counters and `escape`'s per-location categories count the inline drops).
 #[test]
-fn inline_escape_filter_keeps_every_warning_and_skips_hooks() {
-    let tools = "escape:fasttrack";
+fn inline_escape_filter_keeps_every_warning_and_statistic() {
     let mut failures = Vec::new();
-    let (mut seen_interp, mut seen_jit) = (0, 0);
-    for p in corpus("bugs") {
-        let Some(prog) = compile_file(&p) else {
-            continue;
-        };
-        for seed in [1, 2] {
-            let cfg = RunConfig {
-                tier: Tier::Interp,
-                sched: SchedKind::Seeded(seed),
-                tools: Some(tools.into()),
-                ..RunConfig::default()
+    let mut dropped_inline = 0;
+    for tools in ["escape:fasttrack", "escape:capsule:fasttrack"] {
+        for p in corpus("bugs").into_iter().chain(corpus("examples")) {
+            let Some(prog) = compile_file(&p) else {
+                continue;
             };
-            let a = run_program(prog.clone(), &cfg).expect("run");
-            let (err, warnings, stdout, seen) = run_inline_escape(&prog, tools, seed);
-            let name = format!("{} seeded:{seed}", p.display());
-            if a.error_text != err || a.stdout != stdout || a.warnings_text != warnings {
-                failures.push(format!(
-                    "{name}\n--- interp\n{:?}\n{}\n--- jit+inline escape\n{err:?}\n{}",
-                    a.error_text,
-                    a.warnings_text.join("\n"),
-                    warnings.join("\n")
-                ));
+            if is_heavy(&p) {
+                continue;
             }
-            seen_interp += a.report["stats"]["passes"][0]["accesses_in"]
-                .as_u64()
-                .unwrap_or(0);
-            seen_jit += seen;
+            for seed in [1, 2] {
+                let cfg = RunConfig {
+                    tier: Tier::Interp,
+                    sched: SchedKind::Seeded(seed),
+                    tools: Some(tools.into()),
+                    ..RunConfig::default()
+                };
+                let a = run_program(prog.clone(), &cfg).expect("run");
+                let b = run_jit_parts(&prog, tools, seed);
+                let name = format!("{} {tools} seeded:{seed}", p.display());
+                if a.error_text != b.error
+                    || a.stdout != b.stdout
+                    || a.warnings_text != b.warnings
+                    || a.report["stats"] != b.stats
+                {
+                    failures.push(format!(
+                        "{name}\n--- interp\n{:?}\n{}\n{}\n--- jit+inline escape\n{:?}\n{}\n{}",
+                        a.error_text,
+                        a.warnings_text.join("\n"),
+                        a.report["stats"],
+                        b.error,
+                        b.warnings.join("\n"),
+                        b.stats
+                    ));
+                }
+                dropped_inline += b.dropped_inline;
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The fast path must actually have decided accesses inline.
-    assert!(
-        seen_jit < seen_interp,
-        "escape saw {seen_jit} accesses with the inline filter, {seen_interp} without"
-    );
+    assert!(dropped_inline > 0, "no access was dropped inline");
+}
+
+/// `RunConfig::inline_filter` (`--no-inline-filter`) changes nothing observable.
+#[test]
+fn inline_filter_off_gives_the_same_report() {
+    let src = "class Cell { int v; Cell next; }\n\
+               class Worker { int sum; int[] data;\n\
+                 void run() { Cell c = null; int[] a = new int[10];\n\
+                   for (int i = 0; i < 50; i++) { Cell n = new Cell(); n.v = i; n.next = c;\n\
+                     c = n; a[i % 10] = a[i % 10] + i; }\n\
+                   int s = 0; while (c != null) { s = s + c.v; c = c.next; }\n\
+                   this.data = a; this.sum = s + a[3]; } }\n\
+               class Main { static void main() { Worker w = new Worker();\n\
+                 Thread t = fork w.run(); Worker u = new Worker(); u.run(); t.join();\n\
+                 print(w.sum, u.sum, w.data[3]); } }\n";
+    let prog = compile_src("local.cj", src).expect("compiles");
+    let cfg = |tier, inline_filter| RunConfig {
+        tier,
+        sched: SchedKind::Seeded(1),
+        tools: None,
+        inline_filter,
+        ..RunConfig::default()
+    };
+    let on = run_program(prog.clone(), &cfg(Tier::Jit, true)).expect("run");
+    let off = run_program(prog.clone(), &cfg(Tier::Jit, false)).expect("run");
+    let interp = run_program(prog, &cfg(Tier::Interp, true)).expect("run");
+    assert_eq!(on.stdout_string(), "1340 1340 115\n");
+    assert!(on.report["stats"]["passes"][0]["dropped"].as_u64() > Some(300));
+    assert_eq!(on.report, off.report);
+    assert_eq!(on.report, interp.report);
+    assert_eq!(on.stdout, off.stdout);
 }
 
 #[test]

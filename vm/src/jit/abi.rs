@@ -14,11 +14,14 @@
 //! (`interp::stack_of`) at any moment — needed eagerly, because a thread that blocks
 //! records its stack for the deadlock report.
 
+use std::collections::BTreeMap;
 use std::mem::offset_of;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use analyses::pass::InlineDrops;
 use analyses::thread::ThreadCx;
+use analyses::{Loc, ObjId};
 use lang::ir::{FuncId, SiteId};
 
 use crate::Tid;
@@ -45,6 +48,10 @@ pub struct JitThread {
     /// The run's stop flag, polled at loop back-edges.
     pub abort: *const AtomicBool,
     pub tid: u64,
+    /// Accesses dropped inline by the chain's first pass (`JitOptions::inline_filter`):
+    /// two words per entry of `JitCode::inline_sites`, the count and the last object
+    /// accessed (`inline_buf`).
+    pub inline_drops: *mut u64,
     // ---- Rust-only fields (never touched by generated code) ----
     pub rt: Arc<Runtime>,
     pub code: Arc<JitCode>,
@@ -52,6 +59,7 @@ pub struct JitThread {
     pub cx: Option<ThreadCx>,
     pub seeded: bool,
     frames_buf: Vec<u64>,
+    inline_buf: Vec<u64>,
 }
 
 pub const OFF_FAILED: i32 = offset_of!(JitThread, failed) as i32;
@@ -62,6 +70,12 @@ pub const OFF_MAX_STEPS: i32 = offset_of!(JitThread, max_steps) as i32;
 pub const OFF_FRAMES: i32 = offset_of!(JitThread, frames) as i32;
 pub const OFF_ABORT: i32 = offset_of!(JitThread, abort) as i32;
 pub const OFF_TID: i32 = offset_of!(JitThread, tid) as i32;
+pub const OFF_INLINE_DROPS: i32 = offset_of!(JitThread, inline_drops) as i32;
+
+/// Words per entry of [`JitThread::inline_drops`] and the offset of each part.
+pub const INLINE_WORDS: usize = 2;
+pub const INLINE_COUNT: usize = 0;
+pub const INLINE_OBJ: usize = 1;
 
 /// A shadow-stack entry.
 #[inline]
@@ -73,6 +87,8 @@ impl JitThread {
     pub fn new(rt: Arc<Runtime>, code: Arc<JitCode>, tid: Tid, cx: Option<ThreadCx>) -> JitThread {
         let max_depth = rt.limits.max_call_depth as u64;
         let mut frames_buf = vec![0u64; rt.limits.max_call_depth + 1];
+        // At least one entry, so the pointer is never dangling.
+        let mut inline_buf = vec![0u64; INLINE_WORDS * code.inline_sites.len().max(1)];
         JitThread {
             failed: 0,
             depth: 0,
@@ -82,13 +98,43 @@ impl JitThread {
             frames: frames_buf.as_mut_ptr(),
             abort: &code.abort as *const AtomicBool,
             tid: tid as u64,
+            inline_drops: inline_buf.as_mut_ptr(),
             seeded: rt.seeded,
             rt,
             code,
             arena: Arena::default(),
             cx,
             frames_buf,
+            inline_buf,
         }
+    }
+
+    /// The accesses this thread's code dropped inline so far, per site (sorted), with
+    /// the last object each site accessed; the counters are reset.
+    pub fn take_inline_drops(&mut self) -> Vec<InlineDrops> {
+        let mut by_site: BTreeMap<u32, InlineDrops> = BTreeMap::new();
+        for (i, s) in self.code.inline_sites.iter().enumerate() {
+            let w = &mut self.inline_buf[i * INLINE_WORDS..(i + 1) * INLINE_WORDS];
+            let n = std::mem::take(&mut w[INLINE_COUNT]);
+            if n == 0 {
+                continue;
+            }
+            let d = by_site.entry(s.site.0).or_insert(InlineDrops {
+                site: analyses::SiteId(s.site.0),
+                rep: Loc {
+                    obj: ObjId(w[INLINE_OBJ]),
+                    slot: s.slot,
+                },
+                reads: 0,
+                writes: 0,
+            });
+            if s.is_write {
+                d.writes += n;
+            } else {
+                d.reads += n;
+            }
+        }
+        by_site.into_values().collect()
     }
 
     /// Push the entry frame of the thread (`site` = fork site or `main`'s declaration).

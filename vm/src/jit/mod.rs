@@ -10,8 +10,11 @@
 //! What is inline: arithmetic (Java semantics, identical to `ops`), null and bounds
 //! checks, field/element/static loads and stores (Relaxed atomics are plain aligned
 //! moves on x86-64), `length`, direct calls, the call-depth check, step counting
-//! (only with `--max-steps`) and the stop-flag poll at loop back-edges. Everything
-//! else calls the runtime, which reuses the interpreter's runtime pieces. Hooks
+//! (only with `--max-steps`), the stop-flag poll at loop back-edges, and the chain's
+//! inline access filter ([`HeaderFilter`]: a header test, and for a dropped access
+//! one per-site counter increment in the thread context instead of the hook).
+//! Everything else calls the runtime, which performs the interpreter's own runtime
+//! operations (`crate::rtops`). Hooks
 //! (analysis events) are emitted only when a chain is active, scheduling points only
 //! under `--sched seeded`.
 
@@ -20,9 +23,10 @@ pub mod runtime_fns;
 pub mod translate;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use analyses::EventKind;
+use analyses::pass::InlineFilter;
 use analyses::thread::ThreadCx;
 use cranelift::prelude::*;
 use cranelift_jit::{JITBuilder, JITModule};
@@ -31,7 +35,7 @@ use lang::ir::{FuncId, Inst, PrintArg, Program, SiteId, Type};
 use parking_lot::Mutex;
 
 use crate::Tid;
-use crate::error::{ErrorKind, RuntimeError};
+use crate::error::ErrorKind;
 use crate::image::Image;
 use crate::layout;
 use crate::runtime::Runtime;
@@ -55,8 +59,11 @@ pub struct JitOptions {
 /// A test on an object's header word that decides, without a call, that the first
 /// pass of the chain would drop an access: the hook is skipped when
 /// `header & mask == 0`. Valid only for the chain's *first* pass, and only for
-/// objects and arrays (statics are never filtered inline). The chain's per-pass
-/// counters and the pass's own statistics do not see the skipped accesses.
+/// objects and arrays (statics are never filtered inline). A skipped access adds one
+/// to its site's counter in the thread context ([`abi::JitThread::inline_drops`]);
+/// the counts reach the chain (`Chain::add_inline_drops`) just before the thread's
+/// `ThreadEnd`, so the per-pass counters and the pass's statistics are the
+/// interpreter's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeaderFilter {
     /// Reads and writes of non-reference values.
@@ -81,19 +88,41 @@ impl HeaderFilter {
             _ => self.mask,
         }
     }
+
+    /// The header test implementing a pass's [`InlineFilter`] request.
+    pub fn of(f: InlineFilter) -> HeaderFilter {
+        match f {
+            InlineFilter::NotShared => HeaderFilter::ESCAPE,
+        }
+    }
 }
 
 impl JitOptions {
-    /// The options of a run of `rt` (no inline filter: the chain does not yet say
-    /// which filter its first pass accepts, see the module doc of `translate`).
+    /// The options of a run of `rt`; the inline filter is the one the chain's first
+    /// pass requests ([`Chain::inline_filter`](analyses::Chain::inline_filter)).
     pub fn for_runtime(rt: &Runtime) -> JitOptions {
         JitOptions {
             hooks: rt.bridge.is_some(),
             seeded: rt.seeded,
             count_steps: rt.limits.max_steps != u64::MAX,
-            inline_filter: None,
+            inline_filter: rt
+                .bridge
+                .as_ref()
+                .and_then(|b| b.chain.inline_filter())
+                .map(HeaderFilter::of),
         }
     }
+}
+
+/// An access site with an inline filter test: its counter is entry `i` of
+/// [`abi::JitThread::inline_drops`] for `JitCode::inline_sites[i]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineSite {
+    pub site: SiteId,
+    pub is_write: bool,
+    /// The field's slot (0 for an element: the name of an array location does not
+    /// depend on the index).
+    pub slot: u32,
 }
 
 /// A program's compiled code, shared by all guest threads of the run.
@@ -109,6 +138,10 @@ pub struct JitCode {
     pub prints: Vec<Vec<PrintArg>>,
     /// Element types of the `new T[…]` instructions.
     pub new_arrays: Vec<Type>,
+    /// The access sites with an inline filter test, in counter order.
+    pub inline_sites: Vec<InlineSite>,
+    /// Accesses dropped inline by all threads that have ended (diagnostics, tests).
+    pub inline_dropped: AtomicU64,
     /// Set when the program stops (any thread failed); polled at back-edges.
     pub abort: AtomicBool,
     pub options: JitOptions,
@@ -249,6 +282,8 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         funcs,
         prints: tables.prints,
         new_arrays: tables.new_arrays,
+        inline_sites: tables.inline_sites,
+        inline_dropped: AtomicU64::new(0),
         abort: AtomicBool::new(false),
         options,
     })
@@ -264,33 +299,13 @@ pub fn run_thread(
     site: SiteId,
     cx: Option<ThreadCx>,
 ) {
-    let rt2 = rt.clone();
     let code2 = code.clone();
-    let body = std::panic::AssertUnwindSafe(move || {
+    let body = move |rt: Arc<Runtime>| {
         let mut t = JitThread::new(rt, code, tid, cx);
-        if t.rt.sched.start(tid).is_ok() {
-            run_entry(&mut t, func, &args, site);
-        }
-    });
-    if let Err(panic) = std::panic::catch_unwind(body) {
-        let msg = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        rt2.sched.fail(RuntimeError {
-            kind: ErrorKind::Internal,
-            detail: msg,
-            tid,
-            site,
-            stack: Vec::new(),
-            notes: Vec::new(),
-        });
-        code2
-            .abort
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-    rt2.sched.finish(tid);
+        run_entry(&mut t, func, &args, site);
+    };
+    let stop_all = move || code2.abort.store(true, Ordering::Relaxed);
+    crate::rtops::thread_main(rt, tid, site, body, stop_all);
 }
 
 /// Thread start, the entry frame, the compiled body, thread end (the interpreter's
@@ -311,9 +326,14 @@ fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
     // holds one slot per parameter of `func` (checked by the front end).
     let f: extern "C" fn(*mut JitThread, *const u64) = unsafe { std::mem::transmute(entry) };
     f(t as *mut JitThread, args.as_ptr());
-    if t.failed == 0
-        && let (Some(b), Some(cx)) = (t.rt.bridge.as_ref(), t.cx.as_mut())
-    {
-        b.emit(cx, site, EventKind::ThreadEnd);
+    if t.failed == 0 && t.cx.is_some() {
+        // The accesses dropped inline, accounted before `ThreadEnd` merges the counts.
+        let drops = t.take_inline_drops();
+        let n: u64 = drops.iter().map(|d| d.reads + d.writes).sum();
+        t.code.inline_dropped.fetch_add(n, Ordering::Relaxed);
+        if let (Some(b), Some(cx)) = (t.rt.bridge.as_ref(), t.cx.as_mut()) {
+            b.chain.add_inline_drops(cx, &drops);
+            b.emit(cx, site, EventKind::ThreadEnd);
+        }
     }
 }

@@ -22,14 +22,15 @@ use lang::ir::{
 };
 
 use crate::image::{Image, const_bits};
+use crate::interp::block_site;
 use crate::layout;
 
-use super::JitOptions;
 use super::abi::{
-    OFF_ABORT, OFF_DEPTH, OFF_FAILED, OFF_FRAMES, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_STEPS, OFF_TID,
-    pack_frame,
+    INLINE_COUNT, INLINE_OBJ, INLINE_WORDS, OFF_ABORT, OFF_DEPTH, OFF_FAILED, OFF_FRAMES,
+    OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_STEPS, OFF_TID, pack_frame,
 };
 use super::runtime_fns::{Rt, Ty, err};
+use super::{InlineSite, JitOptions};
 
 /// `Math.*` functions computed by the runtime (`runtime_fns::jit_math`), by index.
 pub const MATH_FNS: [MathFn; 13] = [
@@ -92,6 +93,7 @@ pub fn signature(module: &JITModule, f: &Function) -> Signature {
 pub struct Tables {
     pub prints: Vec<Vec<PrintArg>>,
     pub new_arrays: Vec<IrType>,
+    pub inline_sites: Vec<InlineSite>,
 }
 
 /// What every translator reads.
@@ -102,44 +104,6 @@ pub struct Env<'a> {
     pub options: &'a JitOptions,
     pub rt_ids: &'a [cranelift_module::FuncId],
     pub fn_ids: &'a [cranelift_module::FuncId],
-}
-
-/// The first site in block `bi` (the interpreter's `block_site`: the site of a step
-/// limit at a block boundary).
-fn block_site(func: &Function, bi: usize) -> SiteId {
-    func.blocks
-        .get(bi)
-        .and_then(|b| b.insts.iter().find_map(inst_site))
-        .unwrap_or(func.site)
-}
-
-fn inst_site(i: &Inst) -> Option<SiteId> {
-    match i {
-        Inst::Binary { site, .. }
-        | Inst::GetField { site, .. }
-        | Inst::PutField { site, .. }
-        | Inst::GetStatic { site, .. }
-        | Inst::PutStatic { site, .. }
-        | Inst::ArrayLoad { site, .. }
-        | Inst::ArrayStore { site, .. }
-        | Inst::ArrayLength { site, .. }
-        | Inst::New { site, .. }
-        | Inst::NewArray { site, .. }
-        | Inst::Call { site, .. }
-        | Inst::Fork { site, .. }
-        | Inst::Join { site, .. }
-        | Inst::MonitorEnter { site, .. }
-        | Inst::MonitorExit { site, .. }
-        | Inst::Wait { site, .. }
-        | Inst::Notify { site, .. }
-        | Inst::NewBarrier { site, .. }
-        | Inst::BarrierAwait { site, .. }
-        | Inst::SpecBegin { site, .. }
-        | Inst::SpecEnd { site, .. }
-        | Inst::Print { site, .. }
-        | Inst::Assert { site, .. } => Some(*site),
-        _ => None,
-    }
 }
 
 pub struct Translator<'a, 'b> {
@@ -424,9 +388,12 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     /// An access hook: with an inline filter (`JitOptions::inline_filter`), skip the
-    /// call when the object's header has none of the filter's bits. `write` is the
-    /// type of the written value (None: a read; Some(None): unknown, treated as a
-    /// reference); `filterable` is false for statics.
+    /// call when the object's header has none of the filter's bits, and count the
+    /// skipped access in the thread's entry for this site (`JitThread::inline_drops`:
+    /// one add and the object's address, no call). `write` is the type of the written
+    /// value (None: a read; Some(None): unknown, treated as a reference);
+    /// `filterable` is false for statics; `slot` names a field (0 for elements).
+    #[allow(clippy::too_many_arguments)]
     fn access_hook(
         &mut self,
         rt: Rt,
@@ -434,6 +401,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         args: &[Value],
         filterable: bool,
         write: Option<Option<&IrType>>,
+        site: SiteId,
+        slot: u32,
     ) {
         let mask = match (self.opts().inline_filter, filterable) {
             (Some(f), true) => Some(match write {
@@ -443,25 +412,38 @@ impl<'a, 'b> Translator<'a, 'b> {
             }),
             _ => None,
         };
-        match mask {
-            Some(mask) => {
-                let h =
-                    self.b
-                        .ins()
-                        .load(I64, heap_mem(), obj, (layout::HEADER * layout::WORD) as i32);
-                let bits = self.b.ins().band_imm_s(h, mask as i64);
-                let call = self.b.create_block();
-                let cont = self.b.create_block();
-                self.b.ins().brif(bits, call, &[], cont, &[]);
-                self.b.switch_to_block(call);
-                self.call_rt(rt, args);
-                self.b.ins().jump(cont, &[]);
-                self.b.switch_to_block(cont);
-            }
-            None => {
-                self.call_rt(rt, args);
-            }
-        }
+        let Some(mask) = mask else {
+            self.call_rt(rt, args);
+            return;
+        };
+        let entry = self.tables.inline_sites.len();
+        self.tables.inline_sites.push(InlineSite {
+            site,
+            is_write: write.is_some(),
+            slot,
+        });
+        let h = self
+            .b
+            .ins()
+            .load(I64, heap_mem(), obj, (layout::HEADER * layout::WORD) as i32);
+        let bits = self.b.ins().band_imm_s(h, mask as i64);
+        let call = self.b.create_block();
+        let skip = self.b.create_block();
+        let cont = self.b.create_block();
+        self.b.ins().brif(bits, call, &[], skip, &[]);
+        self.b.switch_to_block(skip);
+        let m = MemFlagsData::trusted();
+        let base = self.b.ins().load(I64, m, self.ctx, OFF_INLINE_DROPS);
+        let off = |part: usize| ((entry * INLINE_WORDS + part) * layout::WORD) as i32;
+        let n = self.b.ins().load(I64, m, base, off(INLINE_COUNT));
+        let n1 = self.b.ins().iadd_imm_s(n, 1);
+        self.b.ins().store(m, n1, base, off(INLINE_COUNT));
+        self.b.ins().store(m, obj, base, off(INLINE_OBJ));
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(call);
+        self.call_rt(rt, args);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
     }
 
     // ------------------------------------------------------- method prologue
@@ -774,7 +756,15 @@ impl<'a, 'b> Translator<'a, 'b> {
         if self.opts().hooks {
             let sl = self.iconst(slot);
             let s = self.iconst(site.0 as i64);
-            self.access_hook(Rt::EvRead, o, &[o, sl, s], filterable, None);
+            self.access_hook(
+                Rt::EvRead,
+                o,
+                &[o, sl, s],
+                filterable,
+                None,
+                site,
+                slot as u32,
+            );
         }
     }
 
@@ -815,6 +805,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                 &[o, sl, bits, r, s],
                 filterable,
                 Some(Some(ty)),
+                site,
+                slot as u32,
             );
         }
     }
@@ -901,7 +893,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.def(dst, v);
         if self.opts().hooks {
             let s = self.iconst(site.0 as i64);
-            self.access_hook(Rt::EvRead, a, &[a, i, s], true, None);
+            self.access_hook(Rt::EvRead, a, &[a, i, s], true, None, site, 0);
         }
     }
 
@@ -920,7 +912,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                 _ => None,
             };
             let args = [a, i, bits, s];
-            self.access_hook(Rt::EvArrayWrite, a, &args, true, Some(elem.as_ref()));
+            let w = Some(elem.as_ref());
+            self.access_hook(Rt::EvArrayWrite, a, &args, true, w, site, 0);
         }
     }
 

@@ -50,11 +50,18 @@
 //! to account for every reference write into a member of its own set. `escape`
 //! therefore forwards a reference write into a thread-local target whose
 //! capsule-shared bit is set (only the `capsule` pass ever sets it), and `capsule`
-//! leaks in this pass's bit the references it drops (see its module doc). The JIT's inline
-//! test for `escape` as first pass is thus: drop iff `header & (1 << 40) == 0` for reads
-//! and non-reference (or null) writes, and iff `header & (3 << 40) == 0` for non-null
-//! reference writes; static accesses always call out. (Only valid while `escape` is
-//! the first pass: no pass before it may miss the access.)
+//! leaks in this pass's bit the references it drops (see its module doc).
+//!
+//! # Inline test
+//! As first pass of a chain, `escape` requests [`InlineFilter::NotShared`]: the JIT
+//! drops an access without a call iff `header & (1 << 40) == 0` (reads, and writes of
+//! non-reference values) or `header & (3 << 40) == 0` (reference writes); static
+//! accesses always call out. That is exactly the `Flow::Drop` case of
+//! [`Pass::access`], whose only other effect — the `Local` record of the access's
+//! site in the thread's table — is repeated from the JIT's per-site counts by
+//! [`Pass::inline_dropped`] before the thread ends, so the statistics are the
+//! interpreter's. (Only valid while `escape` is the first pass: no pass before it
+//! may miss the access.)
 //!
 //! Without a live heap (offline traces) the pass forwards every access.
 
@@ -68,8 +75,8 @@ use parking_lot::Mutex;
 use crate::chain::Shared;
 use crate::env::HeapView;
 use crate::event::{Event, EventKind, Loc, ObjId};
-use crate::filterstats::{AccessClass, LocKind, Owner, SiteTable};
-use crate::pass::{Flow, Local, Pass};
+use crate::filterstats::{AccessClass, LocKind, Owner, SiteRecord, SiteTable};
+use crate::pass::{Flow, InlineDrops, InlineFilter, Local, Pass};
 use crate::thread::ThreadState;
 
 use leak::Bit;
@@ -191,8 +198,183 @@ impl Pass for Escape {
         }
     }
 
+    /// The drop decision of [`Pass::access`] for a non-static target, whose only
+    /// other effect is the `Local` site record that [`Pass::inline_dropped`] repeats.
+    fn inline_filter(&self) -> Option<InlineFilter> {
+        self.shared.env.heap().map(|_| InlineFilter::NotShared)
+    }
+
+    fn inline_dropped(&self, _t: &ThreadState, local: &mut Local, drops: &[InlineDrops]) {
+        let Some(heap) = self.shared.env.heap() else {
+            return;
+        };
+        let Some(l) = local_of(local) else {
+            return;
+        };
+        // As `access` records each of them: `AccessClass::Local` (the owner and the
+        // read/write distinction only count for shared accesses).
+        for d in drops {
+            l.sites
+                .sites
+                .entry(d.site)
+                .or_insert_with(|| SiteRecord::new(loc_kind(heap, d.rep), d.rep))
+                .local += d.reads + d.writes;
+        }
+    }
+
     fn stats(&self) -> Option<serde_json::Value> {
         self.shared.env.heap()?;
         Some(self.sites.lock().to_json(self.shared.env.as_ref(), true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::mem::MemEnv;
+    use crate::chain::{Chain, ChainOptions};
+    use crate::env::HeapView;
+    use crate::event::{Event, EventKind, Loc, ObjId, SiteId};
+    use crate::pass::{InlineDrops, InlineFilter};
+    use crate::thread::ThreadCx;
+
+    /// A producer of one thread's accesses that, like the JIT, performs the chain's
+    /// inline test itself when asked to, and reports the dropped accesses per site.
+    struct Producer<'a> {
+        env: &'a MemEnv,
+        chain: &'a Chain,
+        inline: Option<InlineFilter>,
+        drops: Vec<InlineDrops>,
+    }
+
+    impl Producer<'_> {
+        fn dropped_inline(&self, loc: Loc, value: Option<ObjId>) -> bool {
+            let h = &self.env.heap;
+            match self.inline {
+                Some(InlineFilter::NotShared) => {
+                    let checked = h.is_statics(loc.obj)
+                        || h.is_shared(loc.obj)
+                        || (value.is_some() && h.is_capsule_shared(loc.obj));
+                    !checked
+                }
+                None => false,
+            }
+        }
+
+        fn access(&mut self, cx: &mut ThreadCx, site: u32, loc: Loc, write: Option<Option<ObjId>>) {
+            if self.dropped_inline(loc, write.flatten()) {
+                let d = match self.drops.iter_mut().find(|d| d.site.0 == site) {
+                    Some(d) => d,
+                    None => {
+                        self.drops.push(InlineDrops {
+                            site: SiteId(site),
+                            rep: loc,
+                            reads: 0,
+                            writes: 0,
+                        });
+                        self.drops.last_mut().expect("pushed")
+                    }
+                };
+                match write {
+                    Some(_) => d.writes += 1,
+                    None => d.reads += 1,
+                }
+            } else {
+                let kind = match write {
+                    Some(value) => EventKind::Write { loc, value },
+                    None => EventKind::Read { loc },
+                };
+                let ev = Event {
+                    tid: cx.tid(),
+                    site: SiteId(site),
+                    index: 0,
+                    kind,
+                };
+                self.chain.deliver(cx, &ev);
+            }
+            if let Some(v) = write {
+                self.env.heap.store(loc, v);
+            }
+        }
+
+        fn simple(&self, cx: &mut ThreadCx, kind: EventKind<'_>) {
+            let ev = Event {
+                tid: cx.tid(),
+                site: SiteId(0),
+                index: 0,
+                kind,
+            };
+            self.chain.deliver(cx, &ev);
+        }
+    }
+
+    fn at(obj: ObjId, slot: u32) -> Loc {
+        Loc { obj, slot }
+    }
+
+    /// Local, escaping, capsule-shared and static accesses of two threads; returns the
+    /// chain's statistics and the number of accesses dropped inline.
+    fn scenario(tools: &str, inline: bool) -> (serde_json::Value, u64) {
+        let env = Arc::new(MemEnv::new(true));
+        let node = env.class("Node", false, &["v", "next"]);
+        let holder = env.class("Holder", false, &["o"]);
+        let chain = Chain::parse(tools, env.clone(), ChainOptions::default()).expect("chain");
+        let filter = chain.inline_filter();
+        assert_eq!(filter, Some(InlineFilter::NotShared));
+        let mut p = Producer {
+            env: &env,
+            chain: &chain,
+            inline: filter.filter(|_| inline),
+            drops: Vec::new(),
+        };
+        let mut cx = chain.main_thread();
+        p.simple(&mut cx, EventKind::ThreadStart);
+        let h = env.new_object(holder);
+        let (a, b, c) = (
+            env.new_object(node),
+            env.new_object(node),
+            env.new_object(node),
+        );
+        let arr = env.heap.alloc(None, 4);
+        for i in 0..4 {
+            p.access(&mut cx, 1, at(a, 0), Some(None));
+            p.access(&mut cx, 2, at(a, 0), None);
+            p.access(&mut cx, 3, at(arr, i), Some(None));
+            p.access(&mut cx, 4, at(arr, i), None);
+        }
+        p.access(&mut cx, 5, at(a, 1), Some(Some(b)));
+        let mut child = chain.fork(&mut cx, 1, SiteId(6), 0, &[h]);
+        p.simple(&mut child, EventKind::ThreadStart);
+        p.access(&mut child, 7, at(h, 0), None);
+        // `a` escapes through the shared holder (and `b` with it).
+        p.access(&mut cx, 8, at(h, 0), Some(Some(a)));
+        p.access(&mut cx, 1, at(a, 0), Some(None));
+        p.access(&mut cx, 9, at(b, 0), None);
+        // A capsule-shared local target: reference writes are forwarded, others not.
+        env.heap.mark_capsule_shared(c);
+        p.access(&mut cx, 10, at(c, 1), Some(Some(b)));
+        p.access(&mut cx, 11, at(c, 0), Some(None));
+        p.access(&mut cx, 12, at(env.heap.statics(), 0), Some(None));
+        // The JIT hands its counts over just before each thread's `ThreadEnd`.
+        p.simple(&mut child, EventKind::ThreadEnd);
+        let drops = std::mem::take(&mut p.drops);
+        let dropped_inline = drops.iter().map(|d| d.reads + d.writes).sum();
+        chain.add_inline_drops(&mut cx, &drops);
+        p.simple(&mut cx, EventKind::ThreadEnd);
+        (chain.stats_json(), dropped_inline)
+    }
+
+    #[test]
+    fn inline_drops_give_the_statistics_of_the_pass() {
+        for tools in ["escape", "escape:count"] {
+            let (called, none) = scenario(tools, false);
+            let (inline, dropped_inline) = scenario(tools, true);
+            assert_eq!((none, dropped_inline), (0, 18));
+            assert_eq!(called, inline, "{tools}");
+            // 16 + 1 + 1 local accesses dropped, the rest forwarded.
+            assert_eq!(called["passes"][0]["dropped"], 18, "{called}");
+            assert_eq!(called["passes"][0]["accesses_in"], 24, "{called}");
+        }
     }
 }

@@ -1,0 +1,539 @@
+//! The runtime operations both tiers perform the same way: allocation (`new C`,
+//! `new T[…]`, `new Barrier`), monitors, `wait`/`notify`, barriers, `fork`, `join`
+//! and `print`. The interpreter (`crate::interp`) and the JIT's runtime functions
+//! (`crate::jit::runtime_fns`) each describe their executing thread as a [`Guest`]
+//! and call these, so the two tiers share every check, scheduling point, event and
+//! error message of these instructions by construction.
+//!
+//! A failing operation records its runtime error (with the tier's CapJava stack) and
+//! returns `Err(Stop)`; the tier then unwinds its own way.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use analyses::thread::ThreadCx;
+use analyses::{EventKind, Loc, MethodId, ObjId, Spec as ASpec};
+use lang::ir::{ClassId, FieldRef, FuncId, FuncKind, Local, PrintArg, Program, Repr, SiteId, Type};
+
+use crate::Tid;
+use crate::bridge::ref_value;
+use crate::error::{ErrorKind, RuntimeError, StackFrame};
+use crate::heap::{self, Arena, HeapFull};
+use crate::image::{Image, const_bits};
+use crate::jfmt::double_to_string;
+use crate::layout::{self, Kind};
+use crate::runtime::Runtime;
+use crate::sched::Stop;
+use crate::sync;
+
+/// The executing guest thread, as the shared operations see it.
+pub struct Guest<'a> {
+    pub rt: &'a Arc<Runtime>,
+    pub tid: Tid,
+    /// `--sched seeded`: scheduling points yield.
+    pub seeded: bool,
+    pub arena: &'a mut Arena,
+    /// The thread's analysis context (None without a chain).
+    pub cx: &'a mut Option<ThreadCx>,
+    /// The CapJava stack at `site` of the innermost frame (for errors and for the
+    /// deadlock report of a blocked thread).
+    pub stack: &'a dyn Fn(SiteId) -> Vec<StackFrame>,
+}
+
+/// Record runtime error `kind` of thread `tid` at `site` (with its CapJava `stack`)
+/// and stop the program.
+pub fn fail(
+    rt: &Runtime,
+    tid: Tid,
+    kind: ErrorKind,
+    detail: String,
+    site: SiteId,
+    stack: Vec<StackFrame>,
+) -> Stop {
+    rt.sched.fail(RuntimeError {
+        kind,
+        detail,
+        tid,
+        site,
+        stack,
+        notes: Vec::new(),
+    })
+}
+
+/// The message of a Rust panic caught at a thread's or a runtime call's boundary.
+pub fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// The frame of every guest OS thread, on either tier: wait for the scheduler to
+/// start thread `tid` (forked at `site`), run `body`, and tell the scheduler the
+/// thread finished. A panic in `body` (a VM bug) stops the program with the
+/// `Internal` runtime error (no CapJava stack: the thread's state is not trusted any
+/// more), then `on_panic` runs.
+pub fn thread_main(
+    rt: Arc<Runtime>,
+    tid: Tid,
+    site: SiteId,
+    body: impl FnOnce(Arc<Runtime>),
+    on_panic: impl FnOnce(),
+) {
+    let rt2 = rt.clone();
+    let run = AssertUnwindSafe(move || {
+        if rt.sched.start(tid).is_ok() {
+            body(rt);
+        }
+    });
+    if let Err(panic) = catch_unwind(run) {
+        let detail = panic_message(&*panic);
+        fail(&rt2, tid, ErrorKind::Internal, detail, site, Vec::new());
+        on_panic();
+    }
+    rt2.sched.finish(tid);
+}
+
+/// The null-dereference message of reading (or writing) `field` on null.
+pub fn null_field(prog: &Program, field: FieldRef, writing: bool) -> String {
+    let verb = if writing { "writing" } else { "reading" };
+    let name = &prog.field(field).name;
+    format!("{verb} field {}.{name}", prog.class(field.class).name)
+}
+
+/// The `Write` event of element `i` of array `a` storing `v`; whether `v` is a
+/// reference comes from the array's type.
+pub fn element_write(img: &Image, a: u64, i: u64, v: u64) -> EventKind<'static> {
+    let is_ref = img
+        .elem_is_ref
+        .get(heap::type_id(a) as usize)
+        .copied()
+        .unwrap_or(false);
+    EventKind::Write {
+        loc: Loc {
+            obj: ObjId(a),
+            slot: i as u32,
+        },
+        value: ref_value(is_ref, v),
+    }
+}
+
+impl Guest<'_> {
+    /// Record a runtime error at `site` of the innermost frame and stop.
+    pub fn fail(&self, kind: ErrorKind, detail: String, site: SiteId) -> Stop {
+        fail(self.rt, self.tid, kind, detail, site, (self.stack)(site))
+    }
+
+    pub fn null(&self, what: &str, site: SiteId) -> Stop {
+        self.fail(ErrorKind::NullDereference, what.to_string(), site)
+    }
+
+    /// The heap limit was hit allocating `words` words (None: too many to count).
+    pub fn heap_full(&self, site: SiteId, words: Option<usize>) -> Stop {
+        let h = &self.rt.image.heap;
+        let what = match words.and_then(|w| w.checked_mul(layout::WORD)) {
+            Some(b) => format!("cannot allocate {b} bytes"),
+            None => "cannot allocate an array that large".to_string(),
+        };
+        let detail = format!("{what} ({} of {} bytes in use)", h.used(), h.limit());
+        self.fail(ErrorKind::HeapLimit, detail, site)
+    }
+
+    /// A scheduling point.
+    #[inline]
+    pub fn point(&self) -> Result<(), Stop> {
+        self.rt.sched.point(self.tid, self.seeded)
+    }
+
+    /// Deliver an event if a chain is active.
+    #[inline]
+    pub fn emit(&mut self, site: SiteId, kind: EventKind<'_>) {
+        if let (Some(b), Some(cx)) = (self.rt.bridge.as_ref(), self.cx.as_mut()) {
+            b.emit(cx, site, kind);
+        }
+    }
+
+    /// `new C`: scheduling point, allocation, constant field initialisers, `Alloc`.
+    pub fn new_object(&mut self, class: ClassId, site: SiteId) -> Result<u64, Stop> {
+        self.point()?;
+        let rt = self.rt.clone();
+        let c = rt.image.program.class(class);
+        let words = layout::FIELD0 + c.fields.len();
+        let o = rt
+            .image
+            .heap
+            .alloc(self.arena, words, Kind::Object, class.0, true)
+            .map_err(|_| self.heap_full(site, Some(words)))?;
+        for (i, f) in c.fields.iter().enumerate() {
+            if let Some(k) = f.init {
+                heap::store(o, layout::FIELD0 + i, const_bits(k));
+            }
+        }
+        self.emit(site, EventKind::Alloc { obj: ObjId(o) });
+        Ok(o)
+    }
+
+    /// `new T[d0][d1]…` (`elem`: the element type of the outermost array): the
+    /// negative-size check, a scheduling point, then every array, outermost first,
+    /// each with its `Alloc`.
+    pub fn new_array(&mut self, elem: &Type, dims: &[i64], site: SiteId) -> Result<u64, Stop> {
+        if let Some(n) = dims.iter().find(|n| **n < 0) {
+            return Err(self.fail(ErrorKind::NegativeArraySize, n.to_string(), site));
+        }
+        self.point()?;
+        self.alloc_array(elem, dims, site)
+    }
+
+    fn alloc_array(&mut self, elem: &Type, dims: &[i64], site: SiteId) -> Result<u64, Stop> {
+        let rt = self.rt.clone();
+        let img = &rt.image;
+        let id = img.array_type_id(&Type::Array(Box::new(elem.clone())));
+        let len = dims[0] as u64;
+        let words = usize::try_from(len)
+            .ok()
+            .and_then(|n| n.checked_add(layout::ARRAY_DATA));
+        let a = match words {
+            Some(w) => img.heap.alloc(self.arena, w, Kind::Array, id, true),
+            None => Err(HeapFull),
+        };
+        let a = a.map_err(|_| self.heap_full(site, words))?;
+        heap::store(a, layout::ARRAY_LEN, len);
+        self.emit(site, EventKind::Alloc { obj: ObjId(a) });
+        if dims.len() > 1
+            && let Type::Array(inner) = elem
+        {
+            for i in 0..len as usize {
+                let sub = self.alloc_array(inner, &dims[1..], site)?;
+                heap::store(a, layout::ARRAY_DATA + i, sub);
+            }
+        }
+        Ok(a)
+    }
+
+    /// `new Barrier(n)`.
+    pub fn new_barrier(&mut self, n: i64, site: SiteId) -> Result<u64, Stop> {
+        if n < 1 || n > u32::MAX as i64 {
+            return Err(self.fail(ErrorKind::IllegalBarrierSize, format!("{n} parties"), site));
+        }
+        self.point()?;
+        let rt = self.rt.clone();
+        let b = rt
+            .image
+            .heap
+            .alloc(self.arena, layout::BARRIER_WORDS, Kind::Barrier, 0, true)
+            .map_err(|_| self.heap_full(site, Some(layout::BARRIER_WORDS)))?;
+        heap::store(b, layout::BARRIER_PARTIES, n as u64);
+        self.emit(site, EventKind::Alloc { obj: ObjId(b) });
+        Ok(b)
+    }
+
+    /// Acquire `obj`'s monitor (blocking); `Acquire` for the outermost level only.
+    pub fn monitor_enter(&mut self, obj: u64, site: SiteId) -> Result<(), Stop> {
+        let rt = self.rt.clone();
+        let stack = self.stack;
+        let outer = sync::acquire(
+            &rt.image.heap,
+            &rt.sched,
+            self.arena,
+            self.tid,
+            obj,
+            site,
+            &|| stack(site),
+        )?;
+        if outer {
+            self.emit(site, EventKind::Acquire { lock: ObjId(obj) });
+        }
+        Ok(())
+    }
+
+    /// Release one level of `obj`'s monitor; `Release` (before the monitor is given
+    /// up) for the outermost level only.
+    pub fn monitor_exit(&mut self, obj: u64, site: SiteId) -> Result<(), Stop> {
+        match sync::exit(self.tid, obj) {
+            Err(sync::NotHeld) => Err(self.fail(
+                ErrorKind::IllegalMonitorState,
+                format!(
+                    "releasing the monitor of {} without holding it",
+                    crate::env::obj_label(&self.rt.image, obj)
+                ),
+                site,
+            )),
+            Ok(None) => Ok(()),
+            Ok(Some(m)) => {
+                self.emit(site, EventKind::Release { lock: ObjId(obj) });
+                sync::unlock(&self.rt.sched, m, obj);
+                Ok(())
+            }
+        }
+    }
+
+    /// `synchronized (o)` entry and exit: the null check and the scheduling point,
+    /// then [`Guest::monitor_enter`] / [`Guest::monitor_exit`].
+    pub fn synchronize(&mut self, o: u64, enter: bool, site: SiteId) -> Result<(), Stop> {
+        if o == 0 {
+            return Err(self.null("synchronizing on null", site));
+        }
+        self.point()?;
+        if enter {
+            self.monitor_enter(o, site)
+        } else {
+            self.monitor_exit(o, site)
+        }
+    }
+
+    /// `o.wait()`: release (event) while holding, sleep, re-acquire, acquire (event).
+    pub fn wait(&mut self, o: u64, site: SiteId) -> Result<(), Stop> {
+        if o == 0 {
+            return Err(self.null("wait on null", site));
+        }
+        self.point()?;
+        let m = match sync::check_held(self.tid, o) {
+            Ok(m) => m,
+            Err(_) => return Err(self.not_held("wait", o, site)),
+        };
+        self.emit(site, EventKind::Release { lock: ObjId(o) });
+        let stack = self.stack;
+        sync::wait(&self.rt.sched, m, self.tid, o, site, &|| stack(site))?;
+        self.emit(site, EventKind::Acquire { lock: ObjId(o) });
+        Ok(())
+    }
+
+    /// `o.notify()` / `o.notifyAll()`.
+    pub fn notify(&mut self, o: u64, all: bool, site: SiteId) -> Result<(), Stop> {
+        if o == 0 {
+            return Err(self.null("notify on null", site));
+        }
+        self.point()?;
+        if sync::check_held(self.tid, o).is_err() {
+            let what = if all { "notifyAll" } else { "notify" };
+            return Err(self.not_held(what, o, site));
+        }
+        sync::notify(&self.rt.sched, o, all);
+        Ok(())
+    }
+
+    fn not_held(&self, what: &str, o: u64, site: SiteId) -> Stop {
+        self.fail(
+            ErrorKind::IllegalMonitorState,
+            format!(
+                "{what}() on {} without holding its monitor",
+                crate::env::obj_label(&self.rt.image, o)
+            ),
+            site,
+        )
+    }
+
+    /// `b.await()`: barrier enter (atomically with the arrival), sleep until the
+    /// episode trips, barrier exit.
+    pub fn barrier_await(&mut self, b: u64, site: SiteId) -> Result<(), Stop> {
+        if b == 0 {
+            return Err(self.null("await on a null barrier", site));
+        }
+        self.point()?;
+        let rt = self.rt.clone();
+        let stack = self.stack;
+        let bridge = rt.bridge.as_ref();
+        let cx = &mut *self.cx;
+        let mut enter = |generation: u64, parties: u32| {
+            if let (Some(br), Some(cx)) = (bridge, cx.as_mut()) {
+                br.emit(
+                    cx,
+                    site,
+                    EventKind::BarrierEnter {
+                        barrier: ObjId(b),
+                        generation,
+                        parties,
+                    },
+                );
+            }
+        };
+        let (generation, parties) =
+            sync::barrier_await(&rt.sched, self.tid, b, site, &|| stack(site), &mut enter)?;
+        self.emit(
+            site,
+            EventKind::BarrierExit {
+                barrier: ObjId(b),
+                generation,
+                parties,
+            },
+        );
+        Ok(())
+    }
+
+    /// Method prologue of `f`, whose frame was just pushed by the call at `site`
+    /// (`params`: its parameters): acquire (synchronized), enter, begin. Returns the
+    /// monitor held until the epilogue (0 = none).
+    pub fn enter_method(&mut self, f: FuncId, params: &[u64], site: SiteId) -> Result<u64, Stop> {
+        let rt = self.rt.clone();
+        let func = rt.image.program.func(f);
+        let mut lock = 0;
+        if func.is_synchronized {
+            let obj = if func.kind == FuncKind::Static {
+                rt.image.class_monitor(func.class)
+            } else {
+                params[0]
+            };
+            self.point()?;
+            self.monitor_enter(obj, site)?;
+            lock = obj;
+        }
+        if let (Some(b), Some(cx)) = (rt.bridge.as_ref(), self.cx.as_mut()) {
+            let first = if func.kind == FuncKind::Static { 0 } else { 1 };
+            let receiver = (first == 1).then(|| ObjId(params[0]));
+            let args: Vec<ObjId> = (first..func.num_params as usize)
+                .filter(|&i| func.locals[i].ty.is_ref() && params[i] != 0)
+                .map(|i| ObjId(params[i]))
+                .collect();
+            b.emit(
+                cx,
+                site,
+                EventKind::Enter {
+                    method: MethodId(f.0),
+                    receiver,
+                    args: &args,
+                },
+            );
+            for (on, spec) in [
+                (func.is_deterministic, ASpec::Deterministic),
+                (func.is_atomic, ASpec::Atomic),
+            ] {
+                if on {
+                    b.emit(cx, site, EventKind::Begin { spec });
+                }
+            }
+        }
+        Ok(lock)
+    }
+
+    /// Method epilogue of `f` returning `ret`, called at `site`: end, exit, release of
+    /// `lock` (from [`Guest::enter_method`]).
+    pub fn leave_method(
+        &mut self,
+        f: FuncId,
+        ret: u64,
+        lock: u64,
+        site: SiteId,
+    ) -> Result<(), Stop> {
+        let rt = self.rt.clone();
+        let func = rt.image.program.func(f);
+        if let (Some(b), Some(cx)) = (rt.bridge.as_ref(), self.cx.as_mut()) {
+            for (on, spec) in [
+                (func.is_atomic, ASpec::Atomic),
+                (func.is_deterministic, ASpec::Deterministic),
+            ] {
+                if on {
+                    b.emit(cx, site, EventKind::End { spec });
+                }
+            }
+            b.emit(
+                cx,
+                site,
+                EventKind::Exit {
+                    method: MethodId(f.0),
+                    ret: ref_value(func.ret.is_ref(), ret),
+                },
+            );
+        }
+        if lock != 0 {
+            self.point()?;
+            self.monitor_exit(lock, site)?;
+        }
+        Ok(())
+    }
+
+    /// `t.join()`.
+    pub fn join(&mut self, th: u64, site: SiteId) -> Result<(), Stop> {
+        if th == 0 {
+            return Err(self.null("joining a null thread", site));
+        }
+        self.point()?;
+        let child = heap::load(th, layout::THREAD_TID) as Tid;
+        let stack = self.stack;
+        self.rt.sched.join(self.tid, child, site, &|| stack(site))?;
+        self.emit(site, EventKind::Join { child });
+        Ok(())
+    }
+
+    /// `fork f(vals)`: checks, the `Thread` object, `Fork` (handing the reference
+    /// arguments), then the new OS thread running `body(child, vals, child_cx)` on
+    /// the caller's tier. Returns the `Thread` object.
+    pub fn fork(
+        &mut self,
+        f: FuncId,
+        vals: Vec<u64>,
+        site: SiteId,
+        body: impl FnOnce(Tid, Vec<u64>, Option<ThreadCx>) + Send + 'static,
+    ) -> Result<u64, Stop> {
+        let rt = self.rt.clone();
+        let prog = &rt.image.program;
+        let callee = prog.func(f);
+        let is_method = callee.kind != FuncKind::Static;
+        if is_method && vals.first().copied().unwrap_or(0) == 0 {
+            return Err(self.null(&format!("forking {} on null", prog.func_name(f)), site));
+        }
+        self.point()?;
+        if !rt.admit_thread() {
+            return Err(self.fail(
+                ErrorKind::ThreadLimit,
+                format!("more than {} threads", rt.limits.max_threads),
+                site,
+            ));
+        }
+        let t = rt
+            .image
+            .heap
+            .alloc(self.arena, layout::THREAD_WORDS, Kind::Thread, 0, true)
+            .map_err(|_| self.heap_full(site, Some(layout::THREAD_WORDS)))?;
+        let child = rt.sched.register();
+        heap::store(t, layout::THREAD_TID, child as u64);
+        let child_cx = match (rt.bridge.as_ref(), self.cx.as_mut()) {
+            (Some(b), Some(cx)) => {
+                let handed: Vec<ObjId> = vals
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, v)| **v != 0 && callee.locals[*i].ty.is_ref())
+                    .map(|(_, v)| ObjId(*v))
+                    .collect();
+                Some(b.fork(cx, child, site, &handed))
+            }
+            _ => None,
+        };
+        if let Err(e) = rt.spawn(child, move || body(child, vals, child_cx)) {
+            rt.sched.finish(child);
+            return Err(self.fail(
+                ErrorKind::ThreadLimit,
+                format!("the OS refused a new thread: {e}"),
+                site,
+            ));
+        }
+        Ok(t)
+    }
+}
+
+/// `print(args)`: one line on the guest's stdout; `value(l)` is the value of value
+/// argument `l`.
+pub fn print(rt: &Runtime, args: &[PrintArg], value: impl Fn(Local) -> u64) {
+    let mut s = String::new();
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        match a {
+            PrintArg::Str(x) => s.push_str(x),
+            PrintArg::Value(l, repr) => {
+                let v = value(*l);
+                match repr {
+                    Repr::Int => s.push_str(&(v as i64).to_string()),
+                    Repr::Double => s.push_str(&double_to_string(f64::from_bits(v))),
+                    Repr::Bool => s.push_str(if v != 0 { "true" } else { "false" }),
+                    Repr::Ref => s.push_str(&crate::env::obj_label(&rt.image, v)),
+                    Repr::Void => {}
+                }
+            }
+        }
+    }
+    s.push('\n');
+    rt.out.line(&s);
+}
