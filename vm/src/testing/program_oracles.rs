@@ -131,7 +131,8 @@ pub fn filters_trace_precise(src: &str, seed: u64) -> Result<(), String> {
 }
 
 /// Property 5: interpreter and JIT under `seeded:seed` give the same stdout, exit
-/// status, runtime error and event sequence (objects by their deterministic labels).
+/// status, runtime error and event sequence (objects by their deterministic labels),
+/// and under [`INLINE_CHAIN`] the same report (warnings and statistics).
 pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
     let program = compile(src)?;
     let a = run_recorded(&program, Tier::Interp, seed, &[])?;
@@ -168,9 +169,33 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
             y.get(i)
         ));
     }
+    // The JIT's inline escape test (escape first in the chain): the full report,
+    // warnings and every pass's statistics, equals the interpreter's.
+    let filtered = |tier| {
+        let cfg = RunConfig {
+            tier,
+            sched: SchedKind::Seeded(seed),
+            max_steps: MAX_STEPS,
+            tools: Some(INLINE_CHAIN.to_string()),
+            capture_stdout: true,
+            ..RunConfig::default()
+        };
+        run_program(program.clone(), &cfg).map_err(|e| e.0)
+    };
+    let (fa, fb) = (filtered(Tier::Interp)?, filtered(Tier::Jit)?);
+    if fa.report != fb.report {
+        d.push(format!(
+            "{INLINE_CHAIN} report\n--- interp\n{}\n--- jit\n{}",
+            fa.report, fb.report
+        ));
+    }
     if d.is_empty() {
         Ok(())
     } else {
         Err(format!("seed {seed}: {}", d.join("\n")))
     }
 }
+
+/// The chain under which `interp_vs_jit` also compares reports: `escape` first, so
+/// the JIT tests its header bits inline.
+const INLINE_CHAIN: &str = "escape:capsule:fasttrack";
