@@ -10,12 +10,14 @@
 //! - Verdict: a race warning at every access that the rules flag; the first flagged
 //!   access of a location is the first access racing with an earlier conflicting one.
 //!
-//! Concurrency: per-location state in a direct-mapped shadow table
-//! (`super::shadow::PageTable`), mutated under the location's own lock. The two
-//! same-epoch rules, which fire on most accesses, are decided without the lock: the
-//! cell mirrors `W` and the read epoch in two atomic words (RoadRunner's unlocked
-//! fast path). Only thread `t` ever stores an epoch of `t`, so seeing `W = E(t)` (or
-//! `R = E(t)`) means `t`'s own earlier access in this epoch is the latest, which is
+//! Concurrency: per-location state in two direct-mapped shadow tables
+//! (`super::shadow::PageTable`): a 16-byte hot half (`W` and `R` as packed epochs,
+//! or `R` as a tagged pointer to the shared read clock) and a cold half (the lock,
+//! the sites of `W` and `R`, the shared read state). The slow path mutates both under
+//! the location's lock. The three same-epoch rules, which fire on most accesses, are
+//! decided from the hot half alone without the lock (RoadRunner's unlocked fast
+//! path): only thread `t` ever stores an epoch of `t`, so seeing `W = E(t)`,
+//! `R = E(t)` or `R[t] = C_t(t)` means `t`'s own access in this epoch is the latest,
 //! exactly when the locked rule would also return at once.
 
 use crate::chain::Shared;
@@ -24,12 +26,15 @@ use crate::event::{Event, EventKind, Loc, Op, SiteId, Tid};
 use crate::pass::{Flow, Local, Pass};
 use crate::report::{Reporter, WarningKind};
 use crate::thread::ThreadState;
-use crate::vc::{Epoch, VectorClock};
+use crate::vc::Epoch;
 
 use super::shadow::{Acc, PageTable, pair_warning};
 use parking_lot::Mutex;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicPtr, AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 /// Where and in which context an access happened; the thread is the one of the epoch
 /// stored beside it and the operation follows from the field, so 16 bytes suffice.
@@ -59,10 +64,57 @@ impl Site {
     }
 }
 
-/// Concurrent reads (FT2's read vector clock) and the last read of each thread.
+/// Concurrent reads: FT2's read vector clock, as atomics so that a thread can run the
+/// [FT read shared same epoch] check on its own entry without the cell's lock (only
+/// the lock holder stores, and only thread `u` ever stores a clock of `u` into entry
+/// `u`), and the last read of each thread (used under the cell's lock only).
 struct SharedReads {
-    vc: VectorClock,
-    accs: Vec<Option<Acc>>,
+    /// `[n, R[0], …, R[n-1]]`: the length first, so that the hot half can point
+    /// straight at the array (see [`shared_clock`]).
+    clocks: Box<[AtomicU32]>,
+    accs: Mutex<Vec<Option<Acc>>>,
+    /// The smaller clock array this one replaced: lock-free readers may still hold
+    /// it, so it lives as long as the cell.
+    _retired: Option<Box<SharedReads>>,
+}
+
+impl SharedReads {
+    /// Entries `(u, R[u])` with `R[u] > 0`.
+    fn entries(&self) -> impl Iterator<Item = (Tid, u32)> + '_ {
+        self.clocks[1..]
+            .iter()
+            .enumerate()
+            .map(|(u, c)| (u as Tid, c.load(Relaxed)))
+            .filter(|(_, c)| *c > 0)
+    }
+    /// `R[t]` (0 past the end).
+    fn get(&self, t: Tid) -> u32 {
+        self.clocks
+            .get(1 + t as usize)
+            .map_or(0, |c| c.load(Relaxed))
+    }
+    fn len(&self) -> usize {
+        self.clocks.len() - 1
+    }
+}
+
+/// `R[t]` of a shared read state from the hot half's tagged pointer `r`, without the
+/// lock: one dependent load, usually in the same cache line as the length.
+#[inline]
+fn shared_clock(r: u64, t: Tid) -> u32 {
+    let p = (r & !SHARED_TAG) as *const AtomicU32;
+    // SAFETY: a tagged `r` holds the address of the `clocks` array of a
+    // `SharedReads` owned by the location's cold half (current or retired), which
+    // lives until the shadow tables are dropped; `[0]` is its length, and
+    // `1 + t` is checked against it.
+    unsafe {
+        let n = (*p).load(Relaxed);
+        if t < n {
+            (*p.add(1 + t as usize)).load(Relaxed)
+        } else {
+            0
+        }
+    }
 }
 
 /// What only the slow path reads, under the cell's lock.
@@ -72,24 +124,87 @@ struct Slow {
     w_site: Site,
     /// The access of the read epoch (meaningful when it is not `Epoch::NONE`).
     r_site: Site,
-    /// `Some` exactly when the read state is shared (`r == READ_SHARED`).
-    shared: Option<Box<SharedReads>>,
 }
 
-/// One location, in one cache line: the last write `W` and the read epoch `R` as
-/// packed epochs ([`READ_SHARED`] while the reads are a vector clock), and behind the
-/// lock who made them. `w` and `r` are written only under the lock and read without
-/// it by the same-epoch checks.
-#[repr(C, align(64))]
+/// The hot half of a location, all the same-epoch checks read: the last write `W`
+/// and the read epoch `R` as packed epochs; while the reads are a vector clock, `r`
+/// is that clock's address tagged with [`SHARED_TAG`]. 16 bytes, four locations per cache line, so a kernel whose
+/// accesses mostly repeat within an epoch streams little shadow memory. Written
+/// only under the cold half's lock.
+#[repr(C, align(16))]
 #[derive(Default)]
-struct Cell {
+struct Hot {
     w: AtomicU64,
     r: AtomicU64,
+}
+
+/// The cold half, for the slow path: the lock, who made `W` and `R`, and the shared
+/// read clocks (null until the reads become concurrent; FT2 never returns to an
+/// epoch). `shared` is written only under the lock.
+#[derive(Default)]
+struct Cold {
+    shared: AtomicPtr<SharedReads>,
     slow: Mutex<Slow>,
 }
 
-/// The read mirror of a location whose reads are shared (never an epoch's packing).
-const READ_SHARED: u64 = u64::MAX;
+impl Cold {
+    /// The shared read clocks, if the reads are shared.
+    #[inline]
+    fn shared(&self) -> Option<&SharedReads> {
+        let p = self.shared.load(Acquire);
+        // SAFETY: a non-null `shared` came from `Box::into_raw` in `set_shared` and
+        // is freed only by `drop` (which has `&mut self`); an array it replaced lives
+        // on in `retired`. So it outlives this borrow of `self`.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    /// `R[t] := c` on the shared read clocks (under the lock), growing them if `t`
+    /// has no entry yet, and point `h.r` at them; `acc` becomes `t`'s last read.
+    fn set_shared(&self, h: &Hot, t: Tid, c: u32, acc: Acc) {
+        let cur = self.shared();
+        if cur.is_none_or(|sh| (t as usize) >= sh.len()) {
+            let old = self.shared.load(Acquire);
+            let n = (t as usize + 1).max(cur.map_or(0, |sh| 2 * sh.len()));
+            let clocks: Box<[AtomicU32]> = std::iter::once(n as u32)
+                .chain((0..n).map(|u| cur.map_or(0, |sh| sh.get(u as Tid))))
+                .map(AtomicU32::new)
+                .collect();
+            let accs = cur
+                .map(|sh| std::mem::take(&mut *sh.accs.lock()))
+                .unwrap_or_default();
+            // SAFETY: `old` is null or the live array from a previous `set_shared`;
+            // its ownership moves into `retired`, so it is not freed while readers
+            // may hold it.
+            let retired = (!old.is_null()).then(|| unsafe { Box::from_raw(old) });
+            let fresh = Box::new(SharedReads {
+                clocks,
+                accs: Mutex::new(accs),
+                _retired: retired,
+            });
+            let addr = fresh.clocks.as_ptr() as u64;
+            debug_assert_eq!(addr & SHARED_TAG, 0);
+            self.shared.store(Box::into_raw(fresh), Release);
+            h.r.store(addr | SHARED_TAG, Release);
+        }
+        let sh = self.shared().expect("installed above");
+        sh.clocks[1 + t as usize].store(c, Relaxed);
+        set_acc(&mut sh.accs.lock(), acc);
+    }
+}
+
+impl Drop for Cold {
+    fn drop(&mut self) {
+        let p = *self.shared.get_mut();
+        if !p.is_null() {
+            // SAFETY: from `Box::into_raw` in `set_shared`; no reader is left.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+/// The tag of `Hot::r` while the reads are shared (an epoch's packing never has it:
+/// thread ids stay below 2^31).
+const SHARED_TAG: u64 = 1 << 63;
 
 #[inline]
 fn pack(e: Epoch) -> u64 {
@@ -116,6 +231,9 @@ enum Rule {
 
 /// One thread's rule counts. Only that thread writes them, with a plain load and
 /// store (no locked instruction); `stats` reads them after the threads ended.
+/// Aligned to two cache lines so that threads never share one (false sharing on
+/// every access otherwise; adjacent-line prefetch pairs lines).
+#[repr(align(128))]
 #[derive(Default)]
 struct RuleCounts([AtomicU64; 8]);
 
@@ -139,7 +257,9 @@ const RULE_NAMES: [&str; 8] = [
 ];
 
 pub struct FastTrack {
-    vars: PageTable<Cell>,
+    /// Per location, the hot and the cold half (same key).
+    hot: PageTable<Hot>,
+    cold: PageTable<Cold>,
     shared: Arc<Shared>,
     /// Per-thread rule counts, keyed by `tid * 8` (no downcast of the pass's
     /// thread-local state on the hot path).
@@ -157,7 +277,8 @@ fn set_acc(v: &mut Vec<Option<Acc>>, a: Acc) {
 impl FastTrack {
     pub fn new(shared: &Arc<Shared>) -> Self {
         FastTrack {
-            vars: PageTable::default(),
+            hot: PageTable::default(),
+            cold: PageTable::default(),
             shared: shared.clone(),
             rules: PageTable::default(),
         }
@@ -176,17 +297,17 @@ impl FastTrack {
 
     /// FT2 `read(t,x)` past the unlocked same-epoch check; returns the rule that
     /// applied.
-    fn read(&self, t: &ThreadState, x: &Cell, loc: Loc, cur: Acc) -> Rule {
+    fn read(&self, t: &ThreadState, h: &Hot, c: &Cold, loc: Loc, cur: Acc) -> Rule {
         let e = t.epoch();
         let rep = &self.shared.reporter;
-        let mut slow = x.slow.lock();
-        let (w, r) = (unpack(x.w.load(Relaxed)), x.r.load(Relaxed));
+        let mut slow = c.slow.lock();
+        let (w, r) = (unpack(h.w.load(Relaxed)), h.r.load(Relaxed));
         // [FT read same epoch] (again: another thread may have changed R meanwhile)
         if r == pack(e) {
             return Rule::ReadSameEpoch;
         }
-        if let Some(sh) = &slow.shared
-            && sh.vc.get(t.tid) == e.clock
+        if let Some(sh) = c.shared()
+            && sh.get(t.tid) == e.clock
         {
             // [FT read shared same epoch]
             return Rule::ReadSharedSameEpoch;
@@ -195,44 +316,32 @@ impl FastTrack {
         if w.tid != t.tid && !w.leq(&t.vc) {
             Self::race(rep, loc, slow.w_site.acc(w, Op::Write), &cur, "write-read");
         }
-        let slow = &mut *slow;
-        match &mut slow.shared {
-            None => {
-                let r = unpack(r);
-                if r.tid == t.tid || r.leq(&t.vc) {
-                    // [FT read exclusive]
-                    x.r.store(pack(e), Relaxed);
-                    slow.r_site = Site::of(&cur);
-                    Rule::ReadExclusive
-                } else {
-                    // [FT read share]
-                    let mut vc = VectorClock::new();
-                    vc.set(r.tid, r.clock);
-                    vc.set(t.tid, e.clock);
-                    let mut accs = Vec::new();
-                    set_acc(&mut accs, slow.r_site.acc(r, Op::Read));
-                    set_acc(&mut accs, cur);
-                    slow.shared = Some(Box::new(SharedReads { vc, accs }));
-                    x.r.store(READ_SHARED, Relaxed);
-                    Rule::ReadShare
-                }
-            }
+        if c.shared().is_some() {
             // [FT read shared]
-            Some(sh) => {
-                sh.vc.set(t.tid, e.clock);
-                set_acc(&mut sh.accs, cur);
-                Rule::ReadShared
-            }
+            c.set_shared(h, t.tid, e.clock, cur);
+            return Rule::ReadShared;
+        }
+        let r = unpack(r);
+        if r.tid == t.tid || r.leq(&t.vc) {
+            // [FT read exclusive]
+            h.r.store(pack(e), Relaxed);
+            slow.r_site = Site::of(&cur);
+            Rule::ReadExclusive
+        } else {
+            // [FT read share]
+            c.set_shared(h, r.tid, r.clock, slow.r_site.acc(r, Op::Read));
+            c.set_shared(h, t.tid, e.clock, cur);
+            Rule::ReadShare
         }
     }
 
     /// FT2 `write(t,x)` past the unlocked same-epoch check; returns the rule that
     /// applied.
-    fn write(&self, t: &ThreadState, x: &Cell, loc: Loc, cur: Acc) -> Rule {
+    fn write(&self, t: &ThreadState, h: &Hot, c: &Cold, loc: Loc, cur: Acc) -> Rule {
         let e = t.epoch();
         let rep = &self.shared.reporter;
-        let mut slow = x.slow.lock();
-        let (w, r) = (unpack(x.w.load(Relaxed)), x.r.load(Relaxed));
+        let mut slow = c.slow.lock();
+        let (w, r) = (unpack(h.w.load(Relaxed)), h.r.load(Relaxed));
         // [FT write same epoch]
         if w == e {
             return Rule::WriteSameEpoch;
@@ -241,7 +350,7 @@ impl FastTrack {
         if w.tid != t.tid && !w.leq(&t.vc) {
             Self::race(rep, loc, slow.w_site.acc(w, Op::Write), &cur, "write-write");
         }
-        match &slow.shared {
+        match c.shared() {
             // [FT read-write race]
             None => {
                 let r = unpack(r);
@@ -251,9 +360,10 @@ impl FastTrack {
             }
             // [FT shared-read-write race], one warning per unordered reader
             Some(sh) => {
-                for (u, c) in sh.vc.entries() {
+                let accs = sh.accs.lock();
+                for (u, c) in sh.entries() {
                     if c > t.vc.get(u)
-                        && let Some(prev) = sh.accs.get(u as usize).copied().flatten()
+                        && let Some(prev) = accs.get(u as usize).copied().flatten()
                     {
                         Self::race(rep, loc, prev, &cur, "read-write");
                     }
@@ -261,9 +371,9 @@ impl FastTrack {
             }
         }
         // [FT write exclusive / write shared]: FT2 keeps a shared read state.
-        x.w.store(pack(e), Relaxed);
+        h.w.store(pack(e), Relaxed);
         slow.w_site = Site::of(&cur);
-        match slow.shared {
+        match c.shared() {
             None => Rule::WriteExclusive,
             Some(_) => Rule::WriteShared,
         }
@@ -273,10 +383,10 @@ impl FastTrack {
     /// (statistics).
     fn census(&self) -> (usize, usize) {
         let (mut n, mut shared) = (0, 0);
-        self.vars.for_each_cell(|c| {
+        self.hot.for_each_cell(|c| {
             if c.w.load(Relaxed) != 0 || c.r.load(Relaxed) != 0 {
                 n += 1;
-                shared += usize::from(c.r.load(Relaxed) == READ_SHARED);
+                shared += usize::from(c.r.load(Relaxed) & SHARED_TAG != 0);
             }
         });
         (n, shared)
@@ -295,21 +405,27 @@ impl Pass for FastTrack {
     fn access(&self, t: &ThreadState, _local: &mut Local, ev: &Event<'_>) -> Flow {
         let rule = match ev.kind {
             EventKind::Read { loc } => {
-                let cell = self.vars.get(loc.key());
-                if cell.r.load(Relaxed) == pack(t.epoch()) {
+                let key = loc.key();
+                let h = self.hot.get(key);
+                let e = t.epoch();
+                let r = h.r.load(Acquire);
+                if r == pack(e) {
                     Rule::ReadSameEpoch
+                } else if r & SHARED_TAG != 0 && shared_clock(r, t.tid) == e.clock {
+                    Rule::ReadSharedSameEpoch
                 } else {
                     let cur = Acc::of(t, ev, Op::Read);
-                    self.read(t, cell, loc, cur)
+                    self.read(t, h, self.cold.get(key), loc, cur)
                 }
             }
             EventKind::Write { loc, .. } => {
-                let cell = self.vars.get(loc.key());
-                if cell.w.load(Relaxed) == pack(t.epoch()) {
+                let key = loc.key();
+                let h = self.hot.get(key);
+                if h.w.load(Relaxed) == pack(t.epoch()) {
                     Rule::WriteSameEpoch
                 } else {
                     let cur = Acc::of(t, ev, Op::Write);
-                    self.write(t, cell, loc, cur)
+                    self.write(t, h, self.cold.get(key), loc, cur)
                 }
             }
             _ => return Flow::Forward,
@@ -333,5 +449,51 @@ impl Pass for FastTrack {
             v[*name] = n.into();
         }
         Some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acc(tid: Tid) -> Acc {
+        Acc {
+            tid,
+            op: Op::Read,
+            site: SiteId(tid + 1),
+            ctx: CtxId::ROOT,
+            index: 0,
+        }
+    }
+
+    #[test]
+    fn shared_read_clocks_grow_and_stay_readable_through_the_hot_half() {
+        let (h, c) = (Hot::default(), Cold::default());
+        c.set_shared(&h, 1, 4, acc(1));
+        let r1 = h.r.load(Relaxed);
+        assert_ne!(r1 & SHARED_TAG, 0);
+        assert_eq!(shared_clock(r1, 1), 4);
+        assert_eq!(shared_clock(r1, 0), 0);
+        assert_eq!(shared_clock(r1, 7), 0, "past the end");
+        // Growing moves the clocks to a new array; the old one stays valid.
+        c.set_shared(&h, 9, 2, acc(9));
+        let r2 = h.r.load(Relaxed);
+        assert_ne!(r1, r2);
+        assert_eq!(shared_clock(r2, 1), 4);
+        assert_eq!(shared_clock(r2, 9), 2);
+        assert_eq!(shared_clock(r1, 1), 4, "retired array still readable");
+        let sh = c.shared().unwrap();
+        assert_eq!(sh.entries().collect::<Vec<_>>(), vec![(1, 4), (9, 2)]);
+        let accs = sh.accs.lock();
+        assert_eq!(accs[1].map(|a| a.site), Some(SiteId(2)));
+        assert_eq!(accs[9].map(|a| a.site), Some(SiteId(10)));
+    }
+
+    #[test]
+    fn epochs_pack_and_unpack() {
+        for e in [Epoch::NONE, Epoch::new(0, 1), Epoch::new(3, u32::MAX)] {
+            assert_eq!(unpack(pack(e)), e);
+            assert_eq!(pack(e) & SHARED_TAG, 0);
+        }
     }
 }
