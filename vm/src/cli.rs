@@ -48,6 +48,9 @@ enum Cmd {
     Analyze(AnalyzeArgs),
     /// Infer the capsule classes: capsule detection to a fixed point; writes FILE.capsules.
     InferCapsules(InferArgs),
+    /// Overhead and filter-effectiveness tables: the kernels of corpus/bench bare and
+    /// under analysis chains.
+    Bench(crate::bench::BenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -126,7 +129,7 @@ struct AnalyzeArgs {
     stats: bool,
 }
 
-fn parse_tier(s: &str) -> Result<Tier, String> {
+pub fn parse_tier(s: &str) -> Result<Tier, String> {
     match s {
         "interp" => Ok(Tier::Interp),
         "jit" => Ok(Tier::Jit),
@@ -196,6 +199,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         },
         Cmd::Analyze(a) => cmd_analyze(a),
         Cmd::InferCapsules(a) => cmd_infer(a),
+        Cmd::Bench(a) => crate::bench::cmd_bench(a),
     }
 }
 

@@ -12,11 +12,12 @@
 //!   `Double.toString`; [`output`]: the guest's stdout.
 //! - [`bridge`] and [`env`]: events to the analysis chain, names for reports.
 //! - [`run`]: [`run_program`], the in-process entry point; [`cli`]: the `capvm` tool;
-//!   [`infer`]: `capvm infer-capsules`.
+//!   [`infer`]: `capvm infer-capsules`; [`bench`]: `capvm bench`.
 //!
 //! Architecture invariants: the interpreter is the reference semantics; a guest error
 //! never panics the VM; with no analysis chain no event is built.
 
+pub mod bench;
 pub mod bridge;
 pub mod cli;
 pub mod env;

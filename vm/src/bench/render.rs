@@ -1,0 +1,249 @@
+//! The tables `capvm bench` prints: slowdown, peak memory and check ratio (rows
+//! configurations, columns kernels and the geometric mean), then, for each chain with
+//! the `capsule` filter, its location categories (Rhodes thesis Table 5.1) and filtered
+//! fractions (Table 5.2).
+
+use analyses::filterstats::Category;
+
+use super::summary::{BARE, CapsuleStats, CellSummary, KindCategories, Summary};
+use super::table::Table;
+
+/// `3.21x`, `12.3x`; `-` when absent.
+pub fn ratio(x: Option<f64>) -> String {
+    match x {
+        Some(v) if v < 9.995 => format!("{v:.2}x"),
+        Some(v) => format!("{v:.1}x"),
+        None => "-".into(),
+    }
+}
+
+/// `42.1%`; `-` when absent.
+pub fn pct(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |v| format!("{:.1}%", v * 100.0))
+}
+
+/// Formats one cell of a matrix.
+type CellFmt = fn(&CellSummary) -> String;
+
+/// A configuration × kernel matrix of one metric, with the geometric mean column.
+fn matrix(
+    s: &Summary,
+    configs: &[&str],
+    bare_label: Option<(&str, CellFmt)>,
+    cell: CellFmt,
+    mean: fn(&super::summary::ChainMean) -> String,
+) -> String {
+    let mut header = vec!["chain".to_string()];
+    header.extend(s.kernels.iter().map(|k| k.kernel.clone()));
+    header.push("geomean".into());
+    let mut t = Table::new(header);
+    for &c in configs {
+        let bare = c == BARE;
+        let (label, f) = match (bare, bare_label) {
+            (true, Some((label, f))) => (label.to_string(), f),
+            (true, None) => continue,
+            (false, _) => (c.to_string(), cell),
+        };
+        let mut row = vec![label];
+        row.extend(
+            s.kernels
+                .iter()
+                .map(|k| s.cell(&k.kernel, c).map_or_else(|| "-".into(), f)),
+        );
+        row.push(if bare {
+            String::new()
+        } else {
+            s.mean(c).map_or_else(|| "-".into(), mean)
+        });
+        t.row(row);
+    }
+    t.render()
+}
+
+/// Percent without decimals for the category columns.
+fn whole_pct(x: f64) -> String {
+    format!("{:.0}", x * 100.0)
+}
+
+fn kind_cells(k: &KindCategories) -> Vec<String> {
+    let mut v = vec![k.total.to_string()];
+    if k.total == 0 {
+        v.extend(std::iter::repeat_n(
+            "-".to_string(),
+            Category::ALL.len() + 1,
+        ));
+        return v;
+    }
+    for c in Category::ALL {
+        v.push(whole_pct(
+            k.categories.get(c.name()).copied().unwrap_or(0.0),
+        ));
+    }
+    v.push(whole_pct(k.filtered));
+    v
+}
+
+fn capsule_row(label: &str, c: &CapsuleStats) -> Vec<String> {
+    let mut row = vec![label.to_string()];
+    row.extend(kind_cells(&c.object));
+    row.extend(kind_cells(&c.array));
+    let acc = (c.accesses_in > 0).then(|| c.dropped as f64 / c.accesses_in as f64);
+    row.push(pct(acc));
+    row
+}
+
+/// The capsule filter of `chain`: per kernel and pooled.
+fn capsule_table(s: &Summary, chain: &str) -> String {
+    let abbrev = ["C", "CP", "SCA", "RS", "O", "M"];
+    let mut header = vec!["kernel".to_string()];
+    for kind in ["obj", "arr"] {
+        header.push(format!("{kind} n"));
+        header.extend(abbrev.iter().map(|a| a.to_string()));
+        header.push(format!("{kind} filt"));
+    }
+    header.push("acc filt".into());
+    let mut t = Table::new(header);
+    for k in &s.kernels {
+        if let Some(c) = s.cell(&k.kernel, chain).and_then(|c| c.capsule.as_ref()) {
+            t.row(capsule_row(&k.kernel, c));
+        }
+    }
+    if let Some(p) = s.mean(chain).and_then(|m| m.capsule_pooled.as_ref()) {
+        t.rule();
+        t.row(capsule_row("all (pooled)", p));
+    }
+    t.render()
+}
+
+/// Everything `capvm bench` prints on stdout after the runs.
+pub fn render(s: &Summary, configs: &[String], head: &str, reps: u32) -> String {
+    let configs: Vec<&str> = configs.iter().map(String::as_str).collect();
+    let chains: Vec<&str> = configs.iter().copied().filter(|c| *c != BARE).collect();
+    let mut out = format!("{head}\n\n");
+    out.push_str(&format!(
+        "Slowdown vs bare, wall-clock time (median of {reps}; row `none`: bare seconds)\n"
+    ));
+    out.push_str(&matrix(
+        s,
+        &configs,
+        Some(("none (s)", |c| format!("{:.3}", c.wall_s))),
+        |c| ratio(c.slowdown),
+        |m| ratio(m.slowdown),
+    ));
+    out.push_str(&format!(
+        "\nPeak memory (max RSS) vs bare (median of {reps}; row `none`: bare MiB)\n"
+    ));
+    out.push_str(&matrix(
+        s,
+        &configs,
+        Some(("none (MiB)", |c| format!("{:.1}", c.max_rss_kib / 1024.0))),
+        |c| ratio(c.mem_ratio),
+        |m| ratio(m.mem_ratio),
+    ));
+    out.push_str(
+        "\nCheck ratio: accesses checked by the last pass (in - dropped) / all accesses (into pass 0)\n",
+    );
+    out.push_str(&matrix(
+        s,
+        &chains,
+        None,
+        |c| pct(c.check_ratio),
+        |m| pct(m.check_ratio),
+    ));
+    let capsule_chains: Vec<&str> = chains
+        .iter()
+        .copied()
+        .filter(|c| c.split(':').any(|p| p.trim() == "capsule"))
+        .collect();
+    for c in capsule_chains {
+        out.push_str(&format!(
+            "\nCapsule filter in `{c}`: % of object (obj) and array (arr) locations by category\n\
+             (C Capsule, CP Capsule-Protected, SCA Single-Capsule-Access, RS Read-Shared, O Other,\n\
+             M Mixed; filt = C + CP, filtered; acc filt = accesses the capsule pass dropped)\n"
+        ));
+        out.push_str(&capsule_table(s, c));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::summary::{ReportNumbers, Sample, summarize};
+    use super::*;
+
+    fn sample(kernel: &str, chain: &str, wall: f64, report: serde_json::Value) -> Sample {
+        Sample {
+            rep: 0,
+            kernel: kernel.into(),
+            chain: chain.into(),
+            wall_s: wall,
+            cpu_s: wall,
+            max_rss_kib: 2048,
+            exit: Some(0),
+            report: ReportNumbers::from_report(&report),
+        }
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(ratio(Some(3.214)), "3.21x");
+        assert_eq!(ratio(Some(12.34)), "12.3x");
+        assert_eq!(ratio(None), "-");
+        assert_eq!(pct(Some(0.4214)), "42.1%");
+    }
+
+    #[test]
+    fn tables_have_a_row_per_configuration_and_a_geomean_column() {
+        let cap = serde_json::json!({"stats": {"passes": [
+            {"name": "capsule", "accesses_in": 10, "dropped": 5, "details": {"locations": {
+                "object": {"total": 4, "filtered": 0.5, "categories": {"Capsule": 0.5, "Other": 0.5}},
+                "array": {"total": 0, "filtered": 0.0, "categories": {}}}}},
+            {"name": "fasttrack", "accesses_in": 5, "dropped": 0}]}});
+        let samples = vec![
+            sample("sor", BARE, 0.5, serde_json::json!({})),
+            sample("sor", "capsule:fasttrack", 1.5, cap),
+        ];
+        let configs = vec![BARE.to_string(), "capsule:fasttrack".to_string()];
+        let s = summarize(&samples, &["sor".to_string()], &configs);
+        let text = render(&s, &configs, "head", 1);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "head");
+        let slow = lines
+            .iter()
+            .position(|l| l.starts_with("Slowdown"))
+            .unwrap();
+        assert_eq!(
+            lines[slow + 1].split_whitespace().collect::<Vec<_>>(),
+            ["chain", "sor", "geomean"]
+        );
+        assert_eq!(
+            lines[slow + 3].split_whitespace().collect::<Vec<_>>(),
+            ["none", "(s)", "0.500"]
+        );
+        assert_eq!(
+            lines[slow + 4].split_whitespace().collect::<Vec<_>>(),
+            ["capsule:fasttrack", "3.00x", "3.00x"]
+        );
+        let check = lines
+            .iter()
+            .position(|l| l.starts_with("Check ratio"))
+            .unwrap();
+        assert_eq!(
+            lines[check + 3].split_whitespace().collect::<Vec<_>>(),
+            ["capsule:fasttrack", "50.0%", "50.0%"]
+        );
+        let caps = lines
+            .iter()
+            .position(|l| l.starts_with("Capsule filter"))
+            .unwrap();
+        let row: Vec<&str> = lines[caps + 5].split_whitespace().collect();
+        assert_eq!(
+            row,
+            [
+                "sor", "4", "50", "0", "0", "0", "50", "0", "50", "0", "-", "-", "-", "-", "-",
+                "-", "-", "50.0%"
+            ]
+        );
+        assert!(lines.iter().any(|l| l.starts_with("all (pooled)")));
+    }
+}

@@ -1,0 +1,453 @@
+//! What one measured run yields (read from its `--report` JSON) and the summary over
+//! repetitions and kernels: medians per (kernel, configuration), ratios to the bare run
+//! of the same tier, geometric means over kernels (ARCHITECTURE.md "Measuring").
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The configuration without analysis.
+pub const BARE: &str = "none";
+
+/// One pass's counters in a run's report (`stats.passes[i]`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PassCounts {
+    pub name: String,
+    pub events_in: u64,
+    pub accesses_in: u64,
+    pub dropped: u64,
+}
+
+/// The capsule filter's locations of one kind (`object` or `array`): Table 5.1's
+/// categories as fractions of `total` locations, and the filtered fraction.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct KindCategories {
+    pub total: u64,
+    pub filtered: f64,
+    pub categories: BTreeMap<String, f64>,
+}
+
+/// The `capsule` pass of a run: accesses in and dropped, location categories.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CapsuleStats {
+    pub accesses_in: u64,
+    pub dropped: u64,
+    pub object: KindCategories,
+    pub array: KindCategories,
+}
+
+/// The numbers of one run's report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ReportNumbers {
+    pub passes: Vec<PassCounts>,
+    pub capsule: Option<CapsuleStats>,
+    pub warnings: usize,
+}
+
+impl ReportNumbers {
+    /// Read `{"warnings":[…], "stats":{"passes":[…]}}`; absent fields count as zero.
+    pub fn from_report(v: &Value) -> ReportNumbers {
+        let u = |p: &Value, k: &str| p.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let passes_json: &[Value] = v
+            .pointer("/stats/passes")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let passes = passes_json
+            .iter()
+            .map(|p| PassCounts {
+                name: p.get("name").and_then(Value::as_str).unwrap_or("?").into(),
+                events_in: u(p, "events_in"),
+                accesses_in: u(p, "accesses_in"),
+                dropped: u(p, "dropped"),
+            })
+            .collect();
+        let capsule = passes_json
+            .iter()
+            .find(|p| p.get("name").and_then(Value::as_str) == Some("capsule"))
+            .map(|p| CapsuleStats {
+                accesses_in: u(p, "accesses_in"),
+                dropped: u(p, "dropped"),
+                object: kind_categories(p.pointer("/details/locations/object")),
+                array: kind_categories(p.pointer("/details/locations/array")),
+            });
+        ReportNumbers {
+            passes,
+            capsule,
+            warnings: v
+                .get("warnings")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len),
+        }
+    }
+
+    /// The seeds' check ratio: accesses checked by the last pass of the chain (those
+    /// reaching it and not dropped by it) over all accesses (those into the first pass,
+    /// which counts the ones the JIT filtered inline for it as in and dropped). A
+    /// one-pass chain with an inline filter thus checks less than 100%. `None` without
+    /// a pass or without accesses.
+    pub fn check_ratio(&self) -> Option<f64> {
+        let first = self.passes.first()?.accesses_in;
+        let last = self.passes.last()?;
+        let checked = last.accesses_in.saturating_sub(last.dropped);
+        (first > 0).then(|| checked as f64 / first as f64)
+    }
+}
+
+fn kind_categories(v: Option<&Value>) -> KindCategories {
+    let Some(v) = v else {
+        return KindCategories::default();
+    };
+    KindCategories {
+        total: v.get("total").and_then(Value::as_u64).unwrap_or(0),
+        filtered: v.get("filtered").and_then(Value::as_f64).unwrap_or(0.0),
+        categories: v
+            .get("categories")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, x)| Some((k.clone(), x.as_f64()?)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// One measured run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sample {
+    pub rep: u32,
+    pub kernel: String,
+    pub chain: String,
+    pub wall_s: f64,
+    /// User + system CPU time of the child.
+    pub cpu_s: f64,
+    /// Peak resident set of the child (`ru_maxrss`).
+    pub max_rss_kib: u64,
+    /// `None` when killed by a signal.
+    pub exit: Option<i32>,
+    pub report: ReportNumbers,
+}
+
+/// The median; the mean of the two middle values for an even count. `None` if empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The geometric mean of positive ratios; 0 if one of them is 0, `None` if empty.
+pub fn geomean(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    if xs.iter().any(|&x| x <= 0.0) {
+        return Some(0.0);
+    }
+    Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
+}
+
+/// The summary of one (kernel, configuration).
+#[derive(Clone, Debug, Serialize)]
+pub struct CellSummary {
+    pub chain: String,
+    pub runs: usize,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub max_rss_kib: f64,
+    /// Median wall time over the bare run's (`None` for bare itself).
+    pub slowdown: Option<f64>,
+    pub mem_ratio: Option<f64>,
+    pub check_ratio: Option<f64>,
+    pub warnings: usize,
+    /// From the run with the (lower) median wall time.
+    pub capsule: Option<CapsuleStats>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelSummary {
+    pub kernel: String,
+    pub configs: Vec<CellSummary>,
+}
+
+/// Geometric means over kernels for one configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChainMean {
+    pub chain: String,
+    pub slowdown: Option<f64>,
+    pub mem_ratio: Option<f64>,
+    pub check_ratio: Option<f64>,
+    /// Capsule locations pooled over kernels (filtered fractions weighted by count).
+    pub capsule_pooled: Option<CapsuleStats>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub kernels: Vec<KernelSummary>,
+    pub geomean: Vec<ChainMean>,
+}
+
+impl Summary {
+    pub fn cell(&self, kernel: &str, chain: &str) -> Option<&CellSummary> {
+        self.kernels
+            .iter()
+            .find(|k| k.kernel == kernel)?
+            .configs
+            .iter()
+            .find(|c| c.chain == chain)
+    }
+    pub fn mean(&self, chain: &str) -> Option<&ChainMean> {
+        self.geomean.iter().find(|m| m.chain == chain)
+    }
+}
+
+/// Summarize `samples` for `kernels` × `configs` (`configs[0]` is [`BARE`]). Cells
+/// without samples are left out.
+pub fn summarize(samples: &[Sample], kernels: &[String], configs: &[String]) -> Summary {
+    let mut out = Vec::new();
+    for k in kernels {
+        let mut cells: Vec<CellSummary> = Vec::new();
+        for c in configs {
+            let runs: Vec<&Sample> = samples
+                .iter()
+                .filter(|s| &s.kernel == k && &s.chain == c)
+                .collect();
+            if runs.is_empty() {
+                continue;
+            }
+            let col = |f: fn(&Sample) -> f64| runs.iter().map(|s| f(s)).collect::<Vec<f64>>();
+            let wall_s = median(&col(|s| s.wall_s)).unwrap_or(0.0);
+            let cpu_s = median(&col(|s| s.cpu_s)).unwrap_or(0.0);
+            let max_rss_kib = median(&col(|s| s.max_rss_kib as f64)).unwrap_or(0.0);
+            let mut by_time = runs.clone();
+            by_time.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
+            let mid = by_time[(by_time.len() - 1) / 2];
+            let bare = cells.iter().find(|b| b.chain == BARE);
+            let ratio = |x: f64, base: f64| (base > 0.0).then(|| x / base);
+            cells.push(CellSummary {
+                chain: c.clone(),
+                runs: runs.len(),
+                wall_s,
+                cpu_s,
+                max_rss_kib,
+                slowdown: bare
+                    .filter(|_| c != BARE)
+                    .and_then(|b| ratio(wall_s, b.wall_s)),
+                mem_ratio: bare
+                    .filter(|_| c != BARE)
+                    .and_then(|b| ratio(max_rss_kib, b.max_rss_kib)),
+                check_ratio: mid.report.check_ratio(),
+                warnings: mid.report.warnings,
+                capsule: mid.report.capsule.clone(),
+            });
+        }
+        out.push(KernelSummary {
+            kernel: k.clone(),
+            configs: cells,
+        });
+    }
+    let geomean = configs
+        .iter()
+        .map(|c| {
+            let cells: Vec<&CellSummary> = out
+                .iter()
+                .filter_map(|k| k.configs.iter().find(|x| &x.chain == c))
+                .collect();
+            let g = |f: fn(&CellSummary) -> Option<f64>| {
+                let v: Vec<f64> = cells.iter().filter_map(|x| f(x)).collect();
+                geomean(&v)
+            };
+            let caps: Vec<&CapsuleStats> =
+                cells.iter().filter_map(|x| x.capsule.as_ref()).collect();
+            ChainMean {
+                chain: c.clone(),
+                slowdown: g(|x| x.slowdown),
+                mem_ratio: g(|x| x.mem_ratio),
+                check_ratio: g(|x| x.check_ratio),
+                capsule_pooled: (!caps.is_empty()).then(|| pool(&caps)),
+            }
+        })
+        .collect();
+    Summary {
+        kernels: out,
+        geomean,
+    }
+}
+
+/// Pool capsule statistics: counts add up, fractions are weighted by location count.
+fn pool(caps: &[&CapsuleStats]) -> CapsuleStats {
+    let kind = |f: fn(&CapsuleStats) -> &KindCategories| {
+        let total: u64 = caps.iter().map(|c| f(c).total).sum();
+        let weighted = |x: &dyn Fn(&KindCategories) -> f64| {
+            if total == 0 {
+                0.0
+            } else {
+                caps.iter()
+                    .map(|c| x(f(c)) * f(c).total as f64)
+                    .sum::<f64>()
+                    / total as f64
+            }
+        };
+        let names: std::collections::BTreeSet<&String> =
+            caps.iter().flat_map(|c| f(c).categories.keys()).collect();
+        KindCategories {
+            total,
+            filtered: weighted(&|k| k.filtered),
+            categories: names
+                .into_iter()
+                .map(|n| {
+                    (
+                        n.clone(),
+                        weighted(&|k| k.categories.get(n).copied().unwrap_or(0.0)),
+                    )
+                })
+                .collect(),
+        }
+    };
+    CapsuleStats {
+        accesses_in: caps.iter().map(|c| c.accesses_in).sum(),
+        dropped: caps.iter().map(|c| c.dropped).sum(),
+        object: kind(|c| &c.object),
+        array: kind(|c| &c.array),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_odd_even_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[7.0]), Some(7.0));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn geomean_of_ratios() {
+        let g = geomean(&[2.0, 8.0]).unwrap();
+        assert!((g - 4.0).abs() < 1e-12);
+        let g = geomean(&[1.0, 10.0, 100.0]).unwrap();
+        assert!((g - 10.0).abs() < 1e-9);
+        assert_eq!(geomean(&[3.0, 0.0]), Some(0.0));
+        assert_eq!(geomean(&[]), None);
+    }
+
+    fn report(first: u64, last: u64, obj_total: u64, obj_filtered: f64) -> Value {
+        serde_json::json!({
+            "warnings": [{"kind": "race"}],
+            "stats": {"passes": [
+                {"name": "capsule", "events_in": first + 5, "accesses_in": first, "dropped": first - last,
+                 "details": {"locations": {
+                    "object": {"total": obj_total, "filtered": obj_filtered,
+                               "categories": {"Capsule": obj_filtered, "Other": 1.0 - obj_filtered}},
+                    "array": {"total": 0, "filtered": 0.0, "categories": {}}}}},
+                {"name": "fasttrack", "events_in": last + 5, "accesses_in": last, "dropped": 0}
+            ]}
+        })
+    }
+
+    #[test]
+    fn reads_counters_check_ratio_and_capsule_categories() {
+        let r = ReportNumbers::from_report(&report(200, 50, 4, 0.25));
+        assert_eq!(r.passes.len(), 2);
+        assert_eq!(r.passes[1].name, "fasttrack");
+        assert_eq!(r.check_ratio(), Some(0.25));
+        assert_eq!(r.warnings, 1);
+        let c = r.capsule.unwrap();
+        assert_eq!((c.accesses_in, c.dropped), (200, 150));
+        assert_eq!(c.object.total, 4);
+        assert_eq!(c.object.categories["Capsule"], 0.25);
+        // One pass whose inline filter dropped 30 of 120 accesses.
+        let one = ReportNumbers::from_report(&serde_json::json!({"stats": {"passes": [
+            {"name": "escape", "accesses_in": 120, "dropped": 30}]}}));
+        assert_eq!(one.check_ratio(), Some(0.75));
+        let bare = ReportNumbers::from_report(&serde_json::json!({"stats": {}, "warnings": []}));
+        assert_eq!(bare.check_ratio(), None);
+        assert!(bare.capsule.is_none());
+    }
+
+    fn sample(kernel: &str, chain: &str, wall: f64, rss: u64, rep: &Value) -> Sample {
+        Sample {
+            rep: 0,
+            kernel: kernel.into(),
+            chain: chain.into(),
+            wall_s: wall,
+            cpu_s: wall,
+            max_rss_kib: rss,
+            exit: Some(0),
+            report: ReportNumbers::from_report(rep),
+        }
+    }
+
+    #[test]
+    fn summary_medians_ratios_and_geomeans() {
+        let none = serde_json::json!({});
+        let mut s = Vec::new();
+        for (w, r) in [(1.0, 100), (3.0, 100), (2.0, 100)] {
+            s.push(sample("a", BARE, w, r, &none));
+        }
+        s.push(sample("b", BARE, 0.5, 200, &none));
+        // a: median 8.0 (the report of that run gives check ratio 0.5).
+        s.push(sample(
+            "a",
+            "capsule:fasttrack",
+            8.0,
+            300,
+            &report(100, 50, 2, 0.5),
+        ));
+        s.push(sample(
+            "a",
+            "capsule:fasttrack",
+            9.0,
+            300,
+            &report(100, 90, 2, 0.5),
+        ));
+        s.push(sample(
+            "a",
+            "capsule:fasttrack",
+            7.0,
+            300,
+            &report(100, 10, 2, 0.5),
+        ));
+        s.push(sample(
+            "b",
+            "capsule:fasttrack",
+            4.0,
+            800,
+            &report(100, 20, 6, 1.0),
+        ));
+        let kernels = vec!["a".to_string(), "b".to_string()];
+        let configs = vec![BARE.to_string(), "capsule:fasttrack".to_string()];
+        let sum = summarize(&s, &kernels, &configs);
+        let a = sum.cell("a", "capsule:fasttrack").unwrap();
+        assert_eq!(a.runs, 3);
+        assert_eq!(a.slowdown, Some(4.0));
+        assert_eq!(a.mem_ratio, Some(3.0));
+        assert_eq!(a.check_ratio, Some(0.5));
+        let b = sum.cell("b", "capsule:fasttrack").unwrap();
+        assert_eq!(b.slowdown, Some(8.0));
+        assert_eq!(b.mem_ratio, Some(4.0));
+        assert!(sum.cell("a", BARE).unwrap().slowdown.is_none());
+        let m = sum.mean("capsule:fasttrack").unwrap();
+        assert!((m.slowdown.unwrap() - 32f64.sqrt()).abs() < 1e-12);
+        assert!((m.mem_ratio.unwrap() - 12f64.sqrt()).abs() < 1e-12);
+        assert!((m.check_ratio.unwrap() - 0.1f64.sqrt()).abs() < 1e-12);
+        // Pooled: (2 * 0.5 + 6 * 1.0) / 8 of the object locations are filtered.
+        let pooled = m.capsule_pooled.as_ref().unwrap();
+        assert_eq!(pooled.object.total, 8);
+        assert!((pooled.object.filtered - 7.0 / 8.0).abs() < 1e-12);
+        assert!((pooled.object.categories["Other"] - 1.0 / 8.0).abs() < 1e-12);
+        assert!(sum.mean(BARE).unwrap().capsule_pooled.is_none());
+    }
+}
