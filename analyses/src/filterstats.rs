@@ -197,15 +197,48 @@ impl SiteRecord {
     }
 }
 
+/// Sites below this index are kept in a vector indexed by site (the VM's sites are
+/// dense from 0), others in a map; a filter records a site on every access it sees.
+const DENSE_SITES: u32 = 1 << 16;
+
 /// Per-site records of one thread or of the whole run.
 #[derive(Default, Clone, Debug)]
 pub struct SiteTable {
-    pub sites: HashMap<SiteId, SiteRecord>,
+    dense: Vec<Option<SiteRecord>>,
+    sparse: HashMap<SiteId, SiteRecord>,
 }
 
 impl SiteTable {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The record of `site`, created by `make` if it has none.
+    #[inline]
+    pub fn get_or_insert_with(
+        &mut self,
+        site: SiteId,
+        make: impl FnOnce() -> SiteRecord,
+    ) -> &mut SiteRecord {
+        if site.0 < DENSE_SITES {
+            let i = site.0 as usize;
+            if self.dense.len() <= i {
+                self.dense.resize(i + 1, None);
+            }
+            self.dense[i].get_or_insert_with(make)
+        } else {
+            self.sparse.entry(site).or_insert_with(make)
+        }
+    }
+
+    /// Every site with its record, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (SiteId, &SiteRecord)> {
+        let dense = self
+            .dense
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.as_ref().map(|r| (SiteId(i as u32), r)));
+        dense.chain(self.sparse.iter().map(|(s, r)| (*s, r)))
     }
 
     /// Record one access at `site` to `loc`; `kind` is asked only for a new site.
@@ -219,34 +252,34 @@ impl SiteTable {
         owner: Owner,
         is_write: bool,
     ) {
-        self.sites
-            .entry(site)
-            .or_insert_with(|| SiteRecord::new(kind(), loc))
+        self.get_or_insert_with(site, || SiteRecord::new(kind(), loc))
             .record(class, owner, is_write);
     }
 
     /// Move everything of `other` into `self`.
     pub fn absorb(&mut self, other: &mut SiteTable) {
-        for (site, rec) in other.sites.drain() {
-            match self.sites.get_mut(&site) {
-                Some(r) => r.merge(&rec),
-                None => {
-                    self.sites.insert(site, rec);
-                }
+        let other = std::mem::take(other);
+        for (site, rec) in other.iter() {
+            let mut fresh = false;
+            let r = self.get_or_insert_with(site, || {
+                fresh = true;
+                rec.clone()
+            });
+            if !fresh {
+                r.merge(rec);
             }
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.sites.is_empty()
+        self.iter().next().is_none()
     }
 
     /// Category of every site.
     pub fn site_categories(&self) -> Vec<(SiteId, LocKind, Category)> {
         let mut v: Vec<_> = self
-            .sites
             .iter()
-            .map(|(s, r)| (*s, r.kind, r.category()))
+            .map(|(s, r)| (s, r.kind, r.category()))
             .collect();
         v.sort_by_key(|(s, _, _)| *s);
         v
@@ -256,7 +289,7 @@ impl SiteTable {
     /// name), by name.
     pub fn by_location(&self, env: &dyn Env) -> BTreeMap<String, SiteRecord> {
         let mut out: BTreeMap<String, SiteRecord> = BTreeMap::new();
-        for rec in self.sites.values() {
+        for (_, rec) in self.iter() {
             let name = env.loc_name(rec.rep).name;
             match out.get_mut(&name) {
                 Some(r) => r.merge(rec),

@@ -215,9 +215,7 @@ impl Pass for Escape {
         // read/write distinction only count for shared accesses).
         for d in drops {
             l.sites
-                .sites
-                .entry(d.site)
-                .or_insert_with(|| SiteRecord::new(loc_kind(heap, d.rep), d.rep))
+                .get_or_insert_with(d.site, || SiteRecord::new(loc_kind(heap, d.rep), d.rep))
                 .local += d.reads + d.writes;
         }
     }
