@@ -19,6 +19,7 @@ use analyses::report::Reporter;
 use lang::ir::{Program, SourceFile};
 use parking_lot::Mutex;
 use vm::testing::log::{EventLog, Logged};
+use vm::testing::program_oracles::tier_diff;
 use vm::{ErrorKind, ExitKind, RunConfig, RunOutcome, SchedKind, Tier, run_program};
 
 const SEEDS: [u64; 3] = [1, 2, 3];
@@ -130,39 +131,16 @@ fn run_tools(prog: &Arc<Program>, tier: Tier, seed: u64, limits: Limits) -> RunO
 
 /// Differences between the two tiers' runs (empty = equal).
 fn diff(what: &str, a: &Run, b: &Run, events: bool) -> Vec<String> {
-    let mut d = Vec::new();
-    if a.out.exit != b.out.exit {
-        d.push(format!("{what}: exit {:?} vs {:?}", a.out.exit, b.out.exit));
-    }
-    if a.out.stdout != b.out.stdout {
-        d.push(format!(
-            "{what}: stdout\n--- interp\n{}--- jit\n{}",
-            a.out.stdout_string(),
-            b.out.stdout_string()
-        ));
-    }
-    if a.out.error_text != b.out.error_text {
-        d.push(format!(
-            "{what}: error\n--- interp\n{:?}\n--- jit\n{:?}",
-            a.out.error_text, b.out.error_text
-        ));
-    }
-    if events && a.events != b.events {
-        let i = a
-            .events
-            .iter()
-            .zip(&b.events)
-            .position(|(x, y)| x != y)
-            .unwrap_or(a.events.len().min(b.events.len()));
-        d.push(format!(
-            "{what}: events differ at #{i} (of {} vs {}): {:?} vs {:?}",
-            a.events.len(),
-            b.events.len(),
-            a.events.get(i),
-            b.events.get(i)
-        ));
-    }
-    d
+    let none: &[String] = &[];
+    let (ea, eb) = if events {
+        (&a.events[..], &b.events[..])
+    } else {
+        (none, none)
+    };
+    tier_diff(&a.out, &b.out, ea, eb)
+        .into_iter()
+        .map(|d| format!("{what}: {d}"))
+        .collect()
 }
 
 fn corpus(sub: &str) -> Vec<PathBuf> {

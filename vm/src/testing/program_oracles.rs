@@ -137,38 +137,7 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
     let program = compile(src)?;
     let a = run_recorded(&program, Tier::Interp, seed, &[])?;
     let b = run_recorded(&program, Tier::Jit, seed, &[])?;
-    let mut d = Vec::new();
-    if a.out.exit != b.out.exit {
-        d.push(format!("exit {:?} vs {:?}", a.out.exit, b.out.exit));
-    }
-    if a.out.stdout != b.out.stdout {
-        d.push(format!(
-            "stdout\n--- interp\n{}--- jit\n{}",
-            a.out.stdout_string(),
-            b.out.stdout_string()
-        ));
-    }
-    if a.out.error_text != b.out.error_text {
-        d.push(format!(
-            "error\n--- interp\n{:?}\n--- jit\n{:?}",
-            a.out.error_text, b.out.error_text
-        ));
-    }
-    if a.log.lines != b.log.lines {
-        let (x, y) = (&a.log.lines, &b.log.lines);
-        let i = x
-            .iter()
-            .zip(y)
-            .position(|(p, q)| p != q)
-            .unwrap_or(x.len().min(y.len()));
-        d.push(format!(
-            "events differ at #{i} (of {} vs {}): {:?} vs {:?}",
-            x.len(),
-            y.len(),
-            x.get(i),
-            y.get(i)
-        ));
-    }
+    let mut d = tier_diff(&a.out, &b.out, &a.log.lines, &b.log.lines);
     // The JIT's inline escape test (escape first in the chain): the full report,
     // warnings and every pass's statistics, equals the interpreter's.
     let filtered = |tier| {
@@ -194,6 +163,44 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
     } else {
         Err(format!("seed {seed}: {}", d.join("\n")))
     }
+}
+
+/// How the interpreter's run `a` and the JIT's run `b` of one program differ (empty =
+/// not at all): exit status, stdout, runtime error text, and the first event where the
+/// two event logs part.
+pub fn tier_diff(a: &RunOutcome, b: &RunOutcome, ea: &[String], eb: &[String]) -> Vec<String> {
+    let mut d = Vec::new();
+    if a.exit != b.exit {
+        d.push(format!("exit {:?} vs {:?}", a.exit, b.exit));
+    }
+    if a.stdout != b.stdout {
+        d.push(format!(
+            "stdout\n--- interp\n{}--- jit\n{}",
+            a.stdout_string(),
+            b.stdout_string()
+        ));
+    }
+    if a.error_text != b.error_text {
+        d.push(format!(
+            "error\n--- interp\n{:?}\n--- jit\n{:?}",
+            a.error_text, b.error_text
+        ));
+    }
+    if ea != eb {
+        let i = ea
+            .iter()
+            .zip(eb)
+            .position(|(p, q)| p != q)
+            .unwrap_or(ea.len().min(eb.len()));
+        d.push(format!(
+            "events differ at #{i} (of {} vs {}): {:?} vs {:?}",
+            ea.len(),
+            eb.len(),
+            ea.get(i),
+            eb.get(i)
+        ));
+    }
+    d
 }
 
 /// The chain under which `interp_vs_jit` also compares reports: `escape` first, so
