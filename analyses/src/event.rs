@@ -164,6 +164,16 @@ impl EventKind<'_> {
     pub fn is_access(&self) -> bool {
         matches!(self, EventKind::Read { .. } | EventKind::Write { .. })
     }
+    /// A plain access as (location, read or write, the reference a write stores);
+    /// `None` for every other event. The one place passes take accesses apart.
+    #[inline]
+    pub fn plain_access(&self) -> Option<(Loc, Op, Option<ObjId>)> {
+        match *self {
+            EventKind::Read { loc } => Some((loc, Op::Read, None)),
+            EventKind::Write { loc, value } => Some((loc, Op::Write, value)),
+            _ => None,
+        }
+    }
     /// A short lowercase name for statistics (`count`) and debugging.
     pub fn name(&self) -> &'static str {
         match self {

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::chain::Shared;
-use crate::event::{Event, EventKind, Loc, Op};
+use crate::event::{Event, Loc, Op};
 use crate::pass::{Flow, Local, Pass};
 use crate::report::WarningKind;
 use crate::thread::ThreadState;
@@ -95,10 +95,8 @@ impl Pass for Djit {
         "djit"
     }
     fn access(&self, t: &ThreadState, _local: &mut Local, ev: &Event<'_>) -> Flow {
-        let (loc, op) = match ev.kind {
-            EventKind::Read { loc } => (loc, Op::Read),
-            EventKind::Write { loc, .. } => (loc, Op::Write),
-            _ => return Flow::Forward,
+        let Some((loc, op, _)) = ev.kind.plain_access() else {
+            return Flow::Forward;
         };
         let cur = Acc::of(t, ev, op);
         self.vars.with(loc, VarState::default, |x| {

@@ -30,7 +30,7 @@
 use std::sync::Arc;
 
 use crate::chain::Shared;
-use crate::event::{Event, EventKind, Loc, ObjId, Op, Tid};
+use crate::event::{Event, Loc, ObjId, Op, Tid};
 use crate::pass::{Flow, Local, Pass};
 use crate::report::WarningKind;
 use crate::thread::ThreadState;
@@ -171,10 +171,8 @@ impl Pass for Eraser {
         "eraser"
     }
     fn access(&self, t: &ThreadState, _local: &mut Local, ev: &Event<'_>) -> Flow {
-        let (loc, op) = match ev.kind {
-            EventKind::Read { loc } => (loc, Op::Read),
-            EventKind::Write { loc, .. } => (loc, Op::Write),
-            _ => return Flow::Forward,
+        let Some((loc, op, _)) = ev.kind.plain_access() else {
+            return Flow::Forward;
         };
         let cur = Acc::of(t, ev, op);
         self.vars

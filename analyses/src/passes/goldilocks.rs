@@ -320,10 +320,8 @@ impl Pass for Goldilocks {
         Box::new(LocalCounts::default())
     }
     fn access(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) -> Flow {
-        let (loc, op) = match ev.kind {
-            EventKind::Read { loc } => (loc, Op::Read),
-            EventKind::Write { loc, .. } => (loc, Op::Write),
-            _ => return Flow::Forward,
+        let Some((loc, op, _)) = ev.kind.plain_access() else {
+            return Flow::Forward;
         };
         let cur = Acc::of(t, ev, op);
         let mut spare = LocalCounts::default();

@@ -83,7 +83,7 @@ use parking_lot::Mutex;
 
 use crate::chain::Shared;
 use crate::env::HeapView;
-use crate::event::{Event, EventKind, Loc, ObjId, SiteId};
+use crate::event::{Event, EventKind, Loc, ObjId, Op, SiteId};
 use crate::filterstats::{AccessClass, Owner, SiteTable};
 use crate::pass::{Flow, Local, Pass};
 use crate::passes::escape::leak::{self, Bit};
@@ -442,11 +442,10 @@ impl Pass for Capsule {
         let Some(l) = local_of(local) else {
             return Flow::Forward;
         };
-        let (loc, value, is_write) = match ev.kind {
-            EventKind::Read { loc } => (loc, None, false),
-            EventKind::Write { loc, value } => (loc, value, true),
-            _ => return Flow::Forward,
+        let Some((loc, op, value)) = ev.kind.plain_access() else {
+            return Flow::Forward;
         };
+        let is_write = op == Op::Write;
         let acc = Access {
             loc,
             value,

@@ -74,7 +74,7 @@ use parking_lot::Mutex;
 
 use crate::chain::Shared;
 use crate::env::HeapView;
-use crate::event::{Event, EventKind, Loc, ObjId};
+use crate::event::{Event, EventKind, Loc, ObjId, Op};
 use crate::filterstats::{AccessClass, LocKind, Owner, SiteRecord, SiteTable};
 use crate::pass::{Flow, InlineDrops, InlineFilter, Local, Pass};
 use crate::thread::ThreadState;
@@ -154,11 +154,10 @@ impl Pass for Escape {
         let Some(l) = local_of(local) else {
             return Flow::Forward;
         };
-        let (loc, value, is_write) = match ev.kind {
-            EventKind::Read { loc } => (loc, None, false),
-            EventKind::Write { loc, value } => (loc, value, true),
-            _ => return Flow::Forward,
+        let Some((loc, op, value)) = ev.kind.plain_access() else {
+            return Flow::Forward;
         };
+        let is_write = op == Op::Write;
         let kind = || loc_kind(heap, loc);
         let owner = Owner::Thread(t.tid);
         // Fig. 4.4: p ∈ G → checked; a written reference leaks.
