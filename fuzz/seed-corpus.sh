@@ -1,17 +1,17 @@
 #!/bin/sh
 # Fill fuzz/corpus/TARGET/ (cargo-fuzz's default corpus directories) with seeds:
-# CapJava sources from corpus/ for compile_no_panic, STD traces from ../shared/traces
-# and fuzz/seeds/ for trace_no_panic, and a few fixed byte strings for the generator
+# CapJava sources from corpus/ for compile_no_panic, STD traces from analyses/tests/data/rapid
+# (RAPID's reference traces) and fuzz/seeds/ for trace_no_panic, and a few fixed byte strings for the generator
 # targets (any bytes are a valid input there).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-shared=${SHARED_TRACES:-$root/../shared/traces}
+rapid=$root/analyses/tests/data/rapid
 c=$here/corpus
 mkdir -p "$c/compile_no_panic" "$c/trace_no_panic"
 find "$root/corpus" -name '*.cj' -exec cp {} "$c/compile_no_panic/" \;
 cp "$here"/seeds/trace_no_panic/*.std "$c/trace_no_panic/"
-if [ -d "$shared" ]; then cp "$shared"/*.std "$c/trace_no_panic/"; fi
+cp "$rapid"/*.std "$c/trace_no_panic/"
 for t in detectors_vs_hb detectors_vs_hb_run filters_trace_precise spec_vs_bruteforce interp_vs_jit; do
     mkdir -p "$c/$t"
     for n in 1 2 3 4 5 6 7 8; do

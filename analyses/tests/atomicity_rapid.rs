@@ -1,4 +1,4 @@
-//! `atomicity` on the reference traces of `shared/traces/` against RAPID's Velodrome
+//! `atomicity` on the reference traces of `tests/data/rapid/` against RAPID's Velodrome
 //! (`atomicity_first_violation_event` in `expected.json`) and the brute-force oracle:
 //! same verdict and the same first violating event.
 
@@ -6,7 +6,7 @@ use analyses::report::WarningKind;
 use analyses::testing::oracle_atomicity::atomicity_first_violation;
 use analyses::trace::{analyze, parse_std};
 
-const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces");
+const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rapid");
 
 /// (trace file, RAPID's first violation event) for every trace with transactions.
 fn expected() -> Vec<(String, Option<u64>)> {

@@ -1,4 +1,4 @@
-//! Every reference trace of `shared/traces` against RAPID's verdicts (expected.json):
+//! Every reference trace of `tests/data/rapid` against RAPID's verdicts (expected.json):
 //! fasttrack, djit and goldilocks find RAPID's first racy event per variable; djit and
 //! hb flag exactly RAPID's racy events; eraser flags exactly RAPID's lockset variables.
 
@@ -9,7 +9,7 @@ use analyses::testing::{first_flagged, flagged};
 use analyses::trace::{analyze, parse_std};
 use serde_json::Value;
 
-const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces");
+const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rapid");
 
 fn var_map(v: &Value) -> BTreeMap<String, u64> {
     v.as_object()

@@ -8,7 +8,7 @@ use analyses::trace::{StdWriter, Trace, TraceEnv, analyze, parse_std};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces");
+const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rapid");
 
 fn write_std(events: &[OwnedEvent]) -> String {
     let env = TraceEnv::default();
@@ -37,7 +37,7 @@ fn shape(t: &Trace) -> Vec<String> {
 #[test]
 fn every_reference_trace_parses() {
     let mut n = 0;
-    for entry in std::fs::read_dir(TRACES).expect("shared/traces") {
+    for entry in std::fs::read_dir(TRACES).expect("tests/data/rapid") {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "std") {
             let text = std::fs::read_to_string(&path).unwrap();

@@ -15,7 +15,7 @@ use crate::chain::Chain;
 /// The trace events (`Warning::event`) each location was flagged at by `analysis`,
 /// keyed by the location's name (collected from the chain's reporter; warnings are
 /// folded by sites, so this is exact when every event has its own site, as in
-/// generated traces and `shared/traces`).
+/// generated traces and RAPID's reference traces in `analyses/tests/data/rapid`).
 pub fn flagged(chain: &Chain, analysis: &str) -> BTreeMap<String, BTreeSet<u64>> {
     let env = chain.shared.env.clone();
     let mut out: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
