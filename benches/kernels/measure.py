@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bare JIT vs interpreter vs plain Rust on three compute kernels (issue 4).
+"""Bare JIT vs interpreter vs plain Rust on three compute kernels.
 
 Usage (from the repository root):
     cargo build --release -p vm

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Slowdown of the specification checkers vs the bare JIT (issue 6).
+"""Slowdown of the specification checkers vs the bare JIT.
 
 Runs every deterministic kernel of corpus/bench (small size) bare (`--tools none`), under
 `fasttrack`, `singletrack:fasttrack` and `atomicity:fasttrack`, all on the JIT tier, and
