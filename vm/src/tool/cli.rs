@@ -10,10 +10,10 @@ use analyses::ChainOptions;
 use analyses::report::render_text;
 use clap::{Args, Parser, Subcommand};
 
-use crate::infer::{
+use crate::run::{DEFAULT_MAX_HEAP, DEFAULT_MAX_THREADS, RunConfig, SchedKind, Tier, run_program};
+use crate::tool::infer::{
     DEFAULT_MAX_ROUNDS, InferError, capsules_path, infer, parse_capsules_file, render,
 };
-use crate::run::{DEFAULT_MAX_HEAP, DEFAULT_MAX_THREADS, RunConfig, SchedKind, Tier, run_program};
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_USAGE: i32 = 64;
@@ -50,7 +50,7 @@ enum Cmd {
     InferCapsules(InferArgs),
     /// Overhead and filter-effectiveness tables: the kernels of corpus/bench bare and
     /// under analysis chains.
-    Bench(crate::bench::BenchArgs),
+    Bench(crate::tool::bench::BenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -199,7 +199,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         },
         Cmd::Analyze(a) => cmd_analyze(a),
         Cmd::InferCapsules(a) => cmd_infer(a),
-        Cmd::Bench(a) => crate::bench::cmd_bench(a),
+        Cmd::Bench(a) => crate::tool::bench::cmd_bench(a),
     }
 }
 
