@@ -258,10 +258,6 @@ fn write_report(path: &Path, report: &serde_json::Value) -> Result<(), i32> {
 }
 
 fn cmd_run(a: RunArgs) -> i32 {
-    if let Err(e) = a.tier.check_available() {
-        eprintln!("error: {e}");
-        return EXIT_USAGE;
-    }
     let capsules = match &a.capsules {
         None => None,
         Some(spec) => match capsule_names(spec, &a.file) {
@@ -284,7 +280,6 @@ fn cmd_run(a: RunArgs) -> i32 {
         max_threads: a.max_threads,
         max_heap: a.max_heap.unwrap_or(DEFAULT_MAX_HEAP),
         capture_stdout: false,
-        echo_notes: true,
         inline_filter: !a.no_inline_filter,
     };
     let out = match run_program(Arc::new(program), &cfg) {
@@ -337,10 +332,6 @@ fn capsule_names(spec: &str, file: &Path) -> Result<Vec<String>, i32> {
 }
 
 fn cmd_infer(a: InferArgs) -> i32 {
-    if let Err(e) = a.tier.check_available() {
-        eprintln!("error: {e}");
-        return EXIT_USAGE;
-    }
     let program = match compile(&a.file) {
         Ok(p) => p,
         Err(code) => return code,
@@ -396,7 +387,7 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
         }
     };
     let spec = a.tools.as_deref().unwrap_or(DEFAULT_ANALYZE_TOOLS);
-    let chain = match analyses::trace::analyze(&trace, spec, ChainOptions::default()) {
+    let chain = match analyses::offline::analyze(&trace, spec, ChainOptions::default()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");

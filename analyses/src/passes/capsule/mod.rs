@@ -81,7 +81,6 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::chain::Shared;
 use crate::env::HeapView;
 use crate::event::{Event, EventKind, Loc, ObjId, Op, SiteId};
 use crate::filterstats::{AccessClass, Owner, SiteTable};
@@ -89,6 +88,7 @@ use crate::pass::{Flow, Local, Pass};
 use crate::passes::escape::leak::{self, Bit};
 use crate::passes::escape::loc_kind;
 use crate::report::{AccessInfo, Warning, WarningKind};
+use crate::shared::Shared;
 use crate::thread::ThreadState;
 
 use classes::{ClassTable, Status};
