@@ -10,16 +10,11 @@ use analyses::ChainOptions;
 use analyses::report::render_text;
 use clap::{Args, Parser, Subcommand};
 
+use super::{EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_WARNINGS, parse_tier};
 use crate::run::{DEFAULT_MAX_HEAP, DEFAULT_MAX_THREADS, RunConfig, SchedKind, Tier, run_program};
 use crate::tool::infer::{
     DEFAULT_MAX_ROUNDS, InferError, capsules_path, infer, parse_capsules_file, render,
 };
-
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_USAGE: i32 = 64;
-pub const EXIT_COMPILE: i32 = 65;
-pub const EXIT_WARNINGS: i32 = 66;
-pub const EXIT_RUNTIME: i32 = 70;
 
 /// The chain `capvm analyze` uses without `--tools`.
 const DEFAULT_ANALYZE_TOOLS: &str = "fasttrack";
@@ -127,14 +122,6 @@ struct AnalyzeArgs {
     /// Print per-pass statistics on stderr.
     #[arg(long)]
     stats: bool,
-}
-
-pub fn parse_tier(s: &str) -> Result<Tier, String> {
-    match s {
-        "interp" => Ok(Tier::Interp),
-        "jit" => Ok(Tier::Jit),
-        _ => Err(format!("expected `jit` or `interp`, found `{s}`")),
-    }
 }
 
 /// `os` or `seeded:SEED`.
