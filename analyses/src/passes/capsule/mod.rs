@@ -603,7 +603,8 @@ impl Pass for Capsule {
 
     fn stats(&self) -> Option<serde_json::Value> {
         let heap = self.shared.env.heap()?;
-        let mut v = self.sites.lock().to_json(self.shared.env.as_ref(), false);
+        let stats = self.sites.lock().stats(self.shared.env.as_ref(), false);
+        let mut v = serde_json::to_value(stats).ok()?;
         let violations: Vec<serde_json::Value> = self
             .violations
             .lock()

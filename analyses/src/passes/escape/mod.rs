@@ -221,7 +221,8 @@ impl Pass for Escape {
 
     fn stats(&self) -> Option<serde_json::Value> {
         self.shared.env.heap()?;
-        Some(self.sites.lock().to_json(self.shared.env.as_ref(), true))
+        let stats = self.sites.lock().stats(self.shared.env.as_ref(), true);
+        serde_json::to_value(stats).ok()
     }
 }
 
