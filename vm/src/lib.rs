@@ -10,7 +10,8 @@
 //!   wait/notify, barriers, fork/join, method prologue/epilogue, print).
 //! - [`interp`]: the interpreter; [`ops`]: value operations; [`jfmt`]: Java's
 //!   `Double.toString`; [`output`]: the guest's stdout.
-//! - [`bridge`] and [`env`]: events to the analysis chain, names for reports.
+//! - [`hook`]: each thread's events to the analysis chain (both tiers); [`bridge`]:
+//!   the run's side of it; [`env`]: names for reports.
 //! - [`run`]: [`run_program`], the in-process entry point.
 //! - [`tool`], on top of the runtime: the `capvm` command line, `capvm infer-capsules`
 //!   and `capvm bench`.
@@ -22,6 +23,7 @@ pub mod bridge;
 pub mod env;
 pub mod error;
 pub mod heap;
+pub mod hook;
 pub mod image;
 pub mod interp;
 pub mod jfmt;

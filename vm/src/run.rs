@@ -13,6 +13,7 @@ use lang::ir::Program;
 use crate::bridge::Bridge;
 use crate::env::{CapsuleOverride, VmEnv};
 use crate::error::{ErrorKind, RuntimeError};
+use crate::hook::Hook;
 use crate::image::Image;
 use crate::interp::run_thread;
 use crate::output::Output;
@@ -224,7 +225,7 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
     };
     let chain = build_chain(cfg, env.clone())?;
     let passes = chain.pass_names();
-    let bridge = (!chain.is_empty()).then(|| Bridge::new(chain, vm_env.clone()));
+    let bridge = (!chain.is_empty()).then(|| Arc::new(Bridge::new(chain, vm_env.clone())));
     let limits = Limits {
         max_steps: cfg.max_steps,
         max_threads: cfg.max_threads.max(1),
@@ -235,14 +236,14 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         SchedKind::Seeded(s) => Some(s),
     };
     let rt = Arc::new(Runtime::new(image.clone(), seed, bridge, out, limits));
-    let main_cx = rt.bridge.as_ref().map(|b| b.chain.main_thread());
+    let main_hook = Hook::main(rt.bridge.as_ref());
     let rt2 = rt.clone();
     // The main thread has no call site: its start and `main`'s enter carry site 0.
     let entry = lang::ir::SiteId(0);
     // The tier switch: which engine runs the guest threads (forks stay on the tier).
     let spawned = match cfg.tier {
         Tier::Interp => rt.spawn(0, move || {
-            run_thread(rt2, 0, main, Vec::new(), entry, main_cx)
+            run_thread(rt2, 0, main, Vec::new(), entry, main_hook)
         }),
         Tier::Jit => {
             // The chain's inline request becomes a header test (`HeaderFilter::of`).
@@ -265,7 +266,7 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
                 }
             };
             rt.spawn(0, move || {
-                crate::jit::run_thread(rt2, code, 0, main, Vec::new(), entry, main_cx)
+                crate::jit::run_thread(rt2, code, 0, main, Vec::new(), entry, main_hook)
             })
         }
     };

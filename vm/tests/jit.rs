@@ -469,6 +469,7 @@ struct InlineRun {
 fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
     use vm::bridge::Bridge;
     use vm::env::VmEnv;
+    use vm::hook::Hook;
     use vm::image::Image;
     use vm::jit::{self, JitOptions};
     use vm::output::Output;
@@ -480,7 +481,7 @@ fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
     });
     let chain =
         analyses::passes::chain(tools, env.clone(), ChainOptions::default()).expect("chain");
-    let bridge = Bridge::new(chain, env.clone());
+    let bridge = Arc::new(Bridge::new(chain, env.clone()));
     let limits = Limits {
         max_steps: u64::MAX,
         max_threads: 10_000,
@@ -500,11 +501,11 @@ fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
         "`escape` first must request its inline test"
     );
     let code = Arc::new(jit::compile(&image, options).expect("compile"));
-    let cx = rt.bridge.as_ref().map(|b| b.chain.main_thread());
+    let hook = Hook::main(rt.bridge.as_ref());
     let (rt2, code2) = (rt.clone(), code.clone());
     let main = prog.main;
     rt.spawn(0, move || {
-        jit::run_thread(rt2, code2, 0, main, Vec::new(), lang::ir::SiteId(0), cx)
+        jit::run_thread(rt2, code2, 0, main, Vec::new(), lang::ir::SiteId(0), hook)
     })
     .expect("spawn");
     assert!(rt.join_all(), "a guest thread panicked");
