@@ -60,8 +60,7 @@ pub type ChainFactory = Arc<dyn Fn(Arc<dyn Env>) -> Result<Chain, ChainError> + 
 
 #[derive(Clone)]
 pub struct RunConfig {
-    /// `--tools`; `None` = the default chain (falling back to the longest suffix of it
-    /// that this build has).
+    /// `--tools`; `None` = the default chain ([`DEFAULT_TOOLS`]).
     pub tools: Option<String>,
     /// Overrides `tools` when set.
     pub chain_factory: Option<ChainFactory>,
