@@ -1,4 +1,5 @@
-//! Chains of passes (`--tools a:b:c`) and the event dispatch loop.
+//! Chains of passes and the event dispatch loop (the registry of passes turns
+//! `--tools a:b:c` into a chain).
 //!
 //! # What the producer (VM or trace reader) must guarantee
 //! 1. Each thread delivers its own events, in program order, with its own
@@ -20,33 +21,12 @@
 use std::sync::Arc;
 
 use crate::clocks::Clocks;
-use crate::ctx::CtxTree;
-use crate::env::Env;
 use crate::event::{Event, EventKind, ObjId, SiteId, Tid};
 use crate::pass::{Flow, Pass};
-use crate::report::{Reported, Reporter};
+use crate::report::Reported;
+use crate::shared::Shared;
 use crate::stats::PassStats;
 use crate::thread::{ThreadCx, ThreadState};
-
-/// Services shared by all passes of one run.
-pub struct Shared {
-    pub env: Arc<dyn Env>,
-    pub reporter: Reporter,
-    pub ctxs: CtxTree,
-    pub clocks: Clocks,
-    pub options: ChainOptions,
-}
-
-/// Options that some passes read.
-#[derive(Clone, Debug, Default)]
-pub struct ChainOptions {
-    /// Goldilocks: treat read-read as conflicting (the TR's rules) instead of RW mode.
-    pub goldilocks_tr_mode: bool,
-    /// The `record` pass writes the trace here (`--record FILE.std`).
-    pub record_path: Option<std::path::PathBuf>,
-    /// `--capsules C1,C2` / `inferred`: overrides the source annotations (None = use them).
-    pub capsules: Option<Vec<String>>,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChainError(pub String);
@@ -64,36 +44,8 @@ pub struct Chain {
 }
 
 impl Chain {
-    /// Build a chain from `a:b:c`. `none` (or the empty string) gives an empty chain.
-    pub fn parse(
-        spec: &str,
-        env: Arc<dyn Env>,
-        options: ChainOptions,
-    ) -> Result<Chain, ChainError> {
-        let shared = Arc::new(Shared {
-            env,
-            reporter: Reporter::new(),
-            ctxs: CtxTree::new(),
-            clocks: Clocks::new(),
-            options,
-        });
-        let mut passes = Vec::new();
-        let spec = spec.trim();
-        if !(spec.is_empty() || spec == "none") {
-            for name in spec.split(':') {
-                let name = name.trim();
-                passes.push(crate::passes::make(name, &shared)?);
-            }
-        }
-        let stats = passes.iter().map(|_| PassStats::default()).collect();
-        Ok(Chain {
-            passes,
-            stats,
-            shared,
-        })
-    }
-
-    /// Build a chain from already constructed passes (tests).
+    /// A chain of `passes` (left to right) over `shared`, the services they were built
+    /// with. The registry (`passes::chain`) builds one from `--tools` names.
     pub fn from_passes(passes: Vec<Box<dyn Pass>>, shared: Arc<Shared>) -> Chain {
         let stats = passes.iter().map(|_| PassStats::default()).collect();
         Chain {

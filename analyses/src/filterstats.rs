@@ -23,11 +23,14 @@
 //! statics are reported apart (every static access is checked).
 //!
 //! Each thread fills its own [`SiteTable`] (no shared cache line on the hot path); the
-//! pass merges it into the run's table when the thread ends.
+//! pass merges it into the run's table when the thread ends. The pass's statistics
+//! are one typed record, [`FilterStats`], which the report carries as JSON and
+//! `capvm bench` reads back.
 
 use std::collections::BTreeMap;
 
 use hashbrown::HashMap;
+use serde::{Deserialize, Serialize};
 
 use crate::env::Env;
 use crate::event::{Loc, SiteId, Tid};
@@ -41,10 +44,13 @@ pub enum AccessClass {
 }
 
 /// What a location holds.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum LocKind {
+    #[serde(rename = "object")]
     Field,
+    #[serde(rename = "array")]
     Array,
+    #[serde(rename = "static")]
     Static,
 }
 
@@ -301,11 +307,11 @@ impl SiteTable {
         out
     }
 
-    /// The statistics object of a filter pass: per kind, the fraction of sites in
-    /// each category (Table 5.1) and the filtered fraction (Table 5.2), the same for
+    /// The statistics of a filter pass: per kind, the fraction of sites in each
+    /// category (Table 5.1) and the filtered fraction (Table 5.2), the same for
     /// locations (`Class.field` / `T[]`) and for classes, and the category of every
     /// location. `thread_owned` selects the `escape` pass's names.
-    pub fn to_json(&self, env: &dyn Env, thread_owned: bool) -> serde_json::Value {
+    pub fn stats(&self, env: &dyn Env, thread_owned: bool) -> FilterStats {
         let name = |c: Category| {
             if thread_owned {
                 c.thread_name()
@@ -334,37 +340,81 @@ impl SiteTable {
                 }
             }
         }
-        let mut class_json = serde_json::Map::new();
+        let mut class_category = BTreeMap::new();
         let mut class_filtered = 0u64;
         for (c, r) in &classes {
             let cat = r.category();
             class_filtered += cat.is_filtered() as u64;
-            class_json.insert(c.clone(), name(cat).into());
+            class_category.insert(c.clone(), name(cat).to_string());
         }
         let class_total = classes.len() as u64;
 
-        let mut per_loc = serde_json::Map::new();
-        for (l, r) in &locs {
-            per_loc.insert(
-                l.clone(),
-                serde_json::json!({
-                    "kind": r.kind.as_str(),
-                    "category": name(r.category()),
-                    "accesses": r.accesses(),
-                }),
-            );
-        }
-        serde_json::json!({
-            "sites": sites,
-            "locations": locations,
-            "classes": {
-                "total": class_total,
-                "filtered": fraction(class_filtered, class_total),
-                "category": class_json,
+        let location_category = locs
+            .iter()
+            .map(|(l, r)| {
+                let rec = LocationCategory {
+                    kind: r.kind,
+                    category: name(r.category()).to_string(),
+                    accesses: r.accesses(),
+                };
+                (l.clone(), rec)
+            })
+            .collect();
+        FilterStats {
+            sites,
+            locations,
+            classes: ClassCategories {
+                total: class_total,
+                filtered: fraction(class_filtered, class_total),
+                category: class_category,
             },
-            "location_category": per_loc,
-        })
+            location_category,
+        }
     }
+}
+
+/// The statistics of a filter pass (`escape`, `capsule`): the `details` of its entry
+/// in the report's `stats.passes`. Category names are [`Category::name`] (`capsule`)
+/// or [`Category::thread_name`] (`escape`); fractions are rounded to 0.001. Absent
+/// fields read as empty.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FilterStats {
+    /// Access sites, per kind of location they access.
+    pub sites: BTreeMap<LocKind, KindCategories>,
+    /// Locations (`Class.field`, `T[]`, statics), per kind.
+    pub locations: BTreeMap<LocKind, KindCategories>,
+    /// Classes (their fields together).
+    pub classes: ClassCategories,
+    /// Every location's category, by name.
+    pub location_category: BTreeMap<String, LocationCategory>,
+}
+
+/// Sites or locations of one kind: how many, the filtered fraction, and the fraction
+/// in each category.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KindCategories {
+    pub total: u64,
+    pub filtered: f64,
+    pub categories: BTreeMap<String, f64>,
+}
+
+/// The classes: how many, the filtered fraction, and each class's category.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClassCategories {
+    pub total: u64,
+    pub filtered: f64,
+    pub category: BTreeMap<String, String>,
+}
+
+/// One location: its kind, its category and how many accesses it had.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LocationCategory {
+    pub kind: LocKind,
+    pub category: String,
+    pub accesses: u64,
 }
 
 fn fraction(n: u64, total: u64) -> f64 {
@@ -379,13 +429,13 @@ fn fraction(n: u64, total: u64) -> f64 {
 fn summary(
     cats: impl Iterator<Item = (LocKind, Category)>,
     name: &dyn Fn(Category) -> &'static str,
-) -> serde_json::Value {
+) -> BTreeMap<LocKind, KindCategories> {
     let mut counts: BTreeMap<LocKind, [u64; 6]> = BTreeMap::new();
     for (k, c) in cats {
         let i = Category::ALL.iter().position(|x| *x == c).unwrap_or(0);
         counts.entry(k).or_default()[i] += 1;
     }
-    let mut out = serde_json::Map::new();
+    let mut out = BTreeMap::new();
     for (k, row) in counts {
         let total: u64 = row.iter().sum();
         let filtered: u64 = Category::ALL
@@ -394,20 +444,21 @@ fn summary(
             .filter(|(c, _)| c.is_filtered())
             .map(|(_, n)| *n)
             .sum();
-        let mut cat = serde_json::Map::new();
-        for (c, n) in Category::ALL.iter().zip(row.iter()) {
-            cat.insert(name(*c).to_string(), fraction(*n, total).into());
-        }
+        let categories = Category::ALL
+            .iter()
+            .zip(row.iter())
+            .map(|(c, n)| (name(*c).to_string(), fraction(*n, total)))
+            .collect();
         out.insert(
-            k.as_str().to_string(),
-            serde_json::json!({
-                "total": total,
-                "filtered": fraction(filtered, total),
-                "categories": cat,
-            }),
+            k,
+            KindCategories {
+                total,
+                filtered: fraction(filtered, total),
+                categories,
+            },
         );
     }
-    serde_json::Value::Object(out)
+    out
 }
 
 #[cfg(test)]

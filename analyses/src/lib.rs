@@ -1,5 +1,5 @@
 //! capvm's analyses: the event model, the pass interface and chains, every analysis,
-//! reports, and trace formats.
+//! reports, trace formats, and offline analysis of traces.
 //!
 //! Architecture invariants:
 //! - `analyses` knows nothing of the VM: it runs on events from a live VM and from a
@@ -14,9 +14,11 @@ pub mod ctx;
 pub mod env;
 pub mod event;
 pub mod filterstats;
+pub mod offline;
 pub mod pass;
 pub mod passes;
 pub mod report;
+pub mod shared;
 pub mod stats;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -25,6 +27,7 @@ pub mod trace;
 pub mod txgraph;
 pub mod vc;
 
-pub use chain::{Chain, ChainError, ChainOptions, Shared};
+pub use chain::{Chain, ChainError};
 pub use event::{Event, EventKind, Loc, MethodId, ObjId, Op, SiteId, Spec, Tid};
 pub use pass::{Flow, Pass};
+pub use shared::{ChainOptions, Shared};

@@ -16,7 +16,6 @@
 use std::any::Any;
 
 use crate::event::{Event, Loc, SiteId};
-use crate::stats::PassStats;
 use crate::thread::ThreadState;
 
 /// What a pass does with an access.
@@ -80,11 +79,6 @@ pub trait Pass: Send + Sync {
 
     /// Pass-specific statistics, added to `--stats` and the JSON report.
     fn stats(&self) -> Option<serde_json::Value> {
-        None
-    }
-
-    /// Counters the chain keeps for every pass (events in / dropped).
-    fn counters(&self) -> Option<&PassStats> {
         None
     }
 

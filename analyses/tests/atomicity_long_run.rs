@@ -5,7 +5,8 @@
 
 use analyses::ctx::CtxId;
 use analyses::event::{Loc, ObjId, OwnedEvent, OwnedKind, SiteId, Spec, Tid};
-use analyses::trace::{Trace, VARS, analyze};
+use analyses::offline::analyze;
+use analyses::trace::{Trace, VARS};
 use analyses::txgraph::{TxHb, TxMode};
 
 struct Builder(Vec<OwnedEvent>);

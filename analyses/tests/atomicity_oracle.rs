@@ -1,10 +1,11 @@
 //! `atomicity` against the brute-force serial-order oracle on thousands of small
 //! generated traces: same verdict and the same first violating event.
 
+use analyses::offline::analyze;
 use analyses::report::WarningKind;
 use analyses::testing::oracle_atomicity::atomicity_first_violation;
 use analyses::testing::{GenConfig, gen_trace};
-use analyses::trace::{Trace, analyze};
+use analyses::trace::Trace;
 
 fn config(k: u64) -> GenConfig {
     GenConfig {

@@ -2,9 +2,10 @@
 //! (`atomicity_first_violation_event` in `expected.json`) and the brute-force oracle:
 //! same verdict and the same first violating event.
 
+use analyses::offline::analyze;
 use analyses::report::WarningKind;
 use analyses::testing::oracle_atomicity::atomicity_first_violation;
-use analyses::trace::{analyze, parse_std};
+use analyses::trace::parse_std;
 
 const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rapid");
 

@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use analyses::chain::{Chain, ChainOptions};
 use analyses::env::{Env, HeapView};
 use analyses::event::{Event, EventKind, Loc, MethodId, ObjId, SiteId, Tid};
 use analyses::passes::escape::mem::MemEnv;
 use analyses::report::WarningKind;
 use analyses::thread::ThreadCx;
+use analyses::{Chain, ChainOptions};
 use parking_lot::Mutex;
 
 const THREADS: u32 = 4;
@@ -82,7 +82,7 @@ fn parallel_threads_publish_and_share_a_synchronized_capsule() {
     let counter = env.class("Counter", true, &["a", "n"]);
     let c_init = env.method(counter, "<init>");
     let inc = env.method(counter, "inc");
-    let chain = Chain::parse(
+    let chain = analyses::passes::chain(
         "escape:capsule",
         env.clone() as Arc<dyn Env>,
         ChainOptions::default(),
@@ -171,7 +171,7 @@ fn parallel_unsynchronized_calls_are_a_violation() {
     let env = Arc::new(MemEnv::new(true));
     let counter = env.class("Counter", true, &["n"]);
     let inc = env.method(counter, "inc");
-    let chain = Chain::parse(
+    let chain = analyses::passes::chain(
         "escape:capsule",
         env.clone() as Arc<dyn Env>,
         ChainOptions::default(),

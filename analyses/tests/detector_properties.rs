@@ -4,12 +4,13 @@
 
 use std::collections::BTreeMap;
 
+use analyses::Chain;
 use analyses::ChainOptions;
-use analyses::chain::Chain;
 use analyses::event::Loc;
+use analyses::offline::analyze;
 use analyses::passes::hb::races_in_mode;
 use analyses::testing::{GenConfig, eager_goldilocks, first_flagged, flagged, gen_trace};
-use analyses::trace::{Trace, analyze};
+use analyses::trace::Trace;
 
 fn configs() -> Vec<GenConfig> {
     let base = GenConfig::default();

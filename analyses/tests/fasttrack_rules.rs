@@ -3,8 +3,9 @@
 //! synchronization rules are the chain's clock service: each has a trace here.
 
 use analyses::ChainOptions;
+use analyses::offline::analyze;
 use analyses::testing::flagged;
-use analyses::trace::{analyze, parse_std};
+use analyses::trace::parse_std;
 
 /// Run `fasttrack:hb` on `src` (one `THREAD|OP` per line; the location column is the
 /// line number). Returns the FastTrack statistics and its flagged events of `x`.

@@ -9,8 +9,9 @@
 use std::collections::BTreeMap;
 
 use analyses::ChainOptions;
+use analyses::offline::analyze;
 use analyses::testing::{first_flagged, flagged};
-use analyses::trace::{Trace, analyze, parse_std};
+use analyses::trace::{Trace, parse_std};
 
 struct Case {
     name: &'static str,
@@ -333,10 +334,9 @@ fn eraser_false_alarms_g10_g11() {
 
 #[test]
 fn short_circuits_never_change_a_report() {
-    use analyses::chain::{Chain, Shared};
     use analyses::passes::goldilocks::Goldilocks;
     use analyses::testing::{GenConfig, eager_goldilocks, gen_trace};
-    use std::sync::Arc;
+    use analyses::{Chain, Shared};
 
     let cfg = GenConfig {
         guarded_percent: 60,
@@ -344,13 +344,12 @@ fn short_circuits_never_change_a_report() {
     };
     for seed in 0..400 {
         let trace = Trace::from_events(gen_trace(seed, &cfg)).unwrap();
-        let probe = Chain::parse("none", trace.env.clone(), ChainOptions::default()).unwrap();
-        let shared: Arc<Shared> = probe.shared.clone();
+        let shared = Shared::new(trace.env.clone(), ChainOptions::default());
         let slow = Chain::from_passes(
             vec![Box::new(Goldilocks::without_short_circuits(&shared))],
             shared,
         );
-        analyses::trace::run_events(&slow, &trace.events);
+        analyses::offline::run_events(&slow, &trace.events);
         slow.finish();
         let fast = analyze(&trace, "goldilocks", ChainOptions::default()).unwrap();
         let stream = |c: &analyses::Chain| -> Vec<(u64, u64)> {

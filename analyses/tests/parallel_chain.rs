@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use analyses::chain::{Chain, ChainOptions};
 use analyses::env::NullEnv;
 use analyses::event::{Event, EventKind, Loc, ObjId, SiteId, Tid};
 use analyses::thread::ThreadCx;
+use analyses::{Chain, ChainOptions};
 
 const CHILDREN: Tid = 4;
 const ROUNDS: u32 = 1000;
@@ -32,7 +32,7 @@ fn loc(obj: u64, slot: u32) -> Loc {
 /// Runs the workload; `racy` adds one unprotected write per round to a shared field.
 fn run(racy: bool) -> Chain {
     let chain = Arc::new(
-        Chain::parse(
+        analyses::passes::chain(
             "fasttrack:djit:goldilocks:eraser:hb",
             Arc::new(NullEnv),
             ChainOptions::default(),

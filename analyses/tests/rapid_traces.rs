@@ -5,8 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use analyses::ChainOptions;
+use analyses::offline::analyze;
 use analyses::testing::{first_flagged, flagged};
-use analyses::trace::{analyze, parse_std};
+use analyses::trace::parse_std;
 use serde_json::Value;
 
 const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rapid");
@@ -95,9 +96,8 @@ fn detectors_agree_with_rapid_on_every_reference_trace() {
 /// earlier.
 #[test]
 fn classic_eraser_state_machine_differs_from_rapid() {
-    use analyses::chain::{Chain, Shared};
     use analyses::passes::eraser::Eraser;
-    use std::sync::Arc;
+    use analyses::{Chain, Shared};
 
     let mut later = 0;
     for entry in std::fs::read_dir(TRACES).unwrap() {
@@ -110,10 +110,9 @@ fn classic_eraser_state_machine_differs_from_rapid() {
             &analyze(&trace, "eraser", ChainOptions::default()).unwrap(),
             "eraser",
         );
-        let probe = Chain::parse("none", trace.env.clone(), ChainOptions::default()).unwrap();
-        let shared: Arc<Shared> = probe.shared.clone();
+        let shared = Shared::new(trace.env.clone(), ChainOptions::default());
         let classic = Chain::from_passes(vec![Box::new(Eraser::classic(&shared))], shared);
-        analyses::trace::run_events(&classic, &trace.events);
+        analyses::offline::run_events(&classic, &trace.events);
         classic.finish();
         let classic = first_flagged(&classic, "eraser");
         for (var, ev) in &classic {

@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
+use analyses::Chain;
 use analyses::ChainOptions;
-use analyses::chain::Chain;
 use analyses::env::{Env, LocName, SiteInfo};
 use analyses::event::{Loc, MethodId, ObjId, OwnedEvent, SiteId};
+use analyses::offline::{analyze, run_events};
 use analyses::report::render_text;
 use analyses::testing::{GenConfig, gen_trace};
-use analyses::trace::{analyze, op_text, parse_std, run_events};
+use analyses::trace::{op_text, parse_std};
 
 /// Names like the VM gives them: instance fields, array elements, statics; sites
 /// `a.cj:L:C` in methods.
@@ -96,7 +97,8 @@ fn recorded_traces_give_the_same_events_and_warnings() {
             ..ChainOptions::default()
         };
         let env: Arc<dyn Env> = Arc::new(VmLikeEnv);
-        let online = Chain::parse(&format!("record:{DETECTORS}"), env.clone(), options).unwrap();
+        let online =
+            analyses::passes::chain(&format!("record:{DETECTORS}"), env.clone(), options).unwrap();
         run_events(&online, &events);
         online.finish();
 
@@ -180,7 +182,7 @@ fn recorded_location_names_read_back_like_the_vm_shows_them() {
 #[test]
 fn record_needs_a_writable_file() {
     let env: Arc<dyn Env> = Arc::new(VmLikeEnv);
-    let err = Chain::parse("record", env.clone(), ChainOptions::default())
+    let err = analyses::passes::chain("record", env.clone(), ChainOptions::default())
         .err()
         .expect("no --record file");
     assert!(err.0.contains("--record"), "{err}");
@@ -188,7 +190,7 @@ fn record_needs_a_writable_file() {
         record_path: Some("/nonexistent-dir/x/t.std".into()),
         ..ChainOptions::default()
     };
-    let err = Chain::parse("record", env, options)
+    let err = analyses::passes::chain("record", env, options)
         .err()
         .expect("bad path");
     assert!(

@@ -6,9 +6,10 @@
 //! `T0|fork(T1)`, `J(0,1)` = `T0|join(T1)`, `S1` = `T1|tend`, `wr0x` = `T0|w(x)`,
 //! `acq0m` = `T0|acq(m)`. Event numbers are line numbers.
 
+use analyses::offline::analyze;
 use analyses::report::{Reported, WarningKind};
 use analyses::testing::oracle_singletrack::{conflicts, serializability_first_violation};
-use analyses::trace::{analyze, parse_std};
+use analyses::trace::parse_std;
 
 #[derive(Debug, PartialEq, Eq)]
 enum Cf {

@@ -7,11 +7,12 @@
 use std::collections::BTreeSet;
 
 use analyses::ctx::CtxId;
+use analyses::offline::analyze;
 use analyses::passes::singletrack::cf::Cf;
 use analyses::report::WarningKind;
 use analyses::testing::oracle_singletrack::{conflicts, serializability_first_violation};
 use analyses::testing::{GenConfig, gen_trace};
-use analyses::trace::{Trace, analyze};
+use analyses::trace::Trace;
 use analyses::txgraph::{TxHb, TxMode};
 
 fn config(k: u64) -> GenConfig {

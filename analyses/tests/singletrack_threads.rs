@@ -4,18 +4,20 @@
 
 use std::sync::{Arc, Mutex};
 
-use analyses::chain::{Chain, ChainOptions};
 use analyses::env::NullEnv;
 use analyses::event::{Event, EventKind, Loc, ObjId, SiteId, Spec, Tid};
 use analyses::report::WarningKind;
 use analyses::thread::ThreadCx;
+use analyses::{Chain, ChainOptions};
 
 const WORKERS: Tid = 4;
 const CELLS: ObjId = ObjId(1 << 20);
 const LOCK: ObjId = ObjId(8);
 
 fn chain(tools: &str) -> Arc<Chain> {
-    Arc::new(Chain::parse(tools, Arc::new(NullEnv), ChainOptions::default()).expect("chain"))
+    Arc::new(
+        analyses::passes::chain(tools, Arc::new(NullEnv), ChainOptions::default()).expect("chain"),
+    )
 }
 
 /// Deliver one event of `cx`'s thread.

@@ -3,8 +3,9 @@
 
 use analyses::ChainOptions;
 use analyses::event::{OwnedEvent, OwnedKind};
+use analyses::offline::analyze;
 use analyses::testing::{GenConfig, gen_trace};
-use analyses::trace::{StdWriter, Trace, TraceEnv, analyze, parse_std};
+use analyses::trace::{StdWriter, Trace, TraceEnv, parse_std};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

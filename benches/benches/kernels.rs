@@ -62,7 +62,7 @@ fn config(chain: &str) -> RunConfig {
 
 fn bench_kernels(c: &mut Criterion) {
     let configs: Vec<&str> = std::iter::once("none")
-        .chain(vm::bench::DEFAULT_CHAINS.iter().copied())
+        .chain(vm::tool::bench::DEFAULT_CHAINS.iter().copied())
         .collect();
     for (name, program, expected) in kernels() {
         let mut group = c.benchmark_group(&name);

@@ -1,16 +1,14 @@
-//! Feeding the analysis chain from the running program.
+//! Feeding the analysis chain from the running program: the run's side (the chain,
+//! the names for reports, the striped locks of volatile accesses); each thread's side
+//! is its [`crate::hook::Hook`].
 //!
 //! Exists only when a chain is active (`--tools none` ⇒ no bridge, no events, no
-//! bookkeeping). The interpreter (and later the JIT's runtime calls) build events and
-//! deliver them here with the thread's own [`ThreadCx`]; the event mapping is
-//! documented on each call site in `interp.rs`. Volatile accesses are performed
-//! while holding a striped lock together with the delivery of their event, so the
-//! chain sees volatile operations in the order they take effect.
+//! bookkeeping). Both tiers build events and deliver them through the thread's hook;
+//! the event mapping is documented on each call site in `interp.rs`.
 
 use std::sync::Arc;
 
-use analyses::thread::ThreadCx;
-use analyses::{Chain, Event, EventKind, Loc, ObjId, SiteId};
+use analyses::{Chain, Loc, ObjId};
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::env::VmEnv;
@@ -32,32 +30,10 @@ impl Bridge {
         }
     }
 
-    /// Deliver one event of `cx`'s thread.
+    /// The lock that makes a volatile access atomic with its event
+    /// ([`crate::hook::Hook::load_volatile`], [`crate::hook::Hook::store_volatile`]).
     #[inline]
-    pub fn emit(&self, cx: &mut ThreadCx, site: lang::ir::SiteId, kind: EventKind<'_>) {
-        let ev = Event {
-            tid: cx.tid(),
-            site: SiteId(site.0),
-            index: 0,
-            kind,
-        };
-        self.chain.deliver(cx, &ev);
-    }
-
-    /// Deliver `Fork` and return the child's context.
-    pub fn fork(
-        &self,
-        parent: &mut ThreadCx,
-        child: u32,
-        site: lang::ir::SiteId,
-        handed: &[ObjId],
-    ) -> ThreadCx {
-        self.chain.fork(parent, child, SiteId(site.0), 0, handed)
-    }
-
-    /// The lock that makes a volatile access atomic with its event.
-    #[inline]
-    pub fn volatile_lock(&self, loc: Loc) -> MutexGuard<'_, ()> {
+    pub(crate) fn volatile_lock(&self, loc: Loc) -> MutexGuard<'_, ()> {
         let k = loc.key();
         let i = ((k >> 3) ^ (k >> 11)) as usize % STRIPES;
         self.stripes[i].lock()

@@ -5,7 +5,7 @@
 //! window of it. Every block entry counts one step (`--max-steps`) and polls the
 //! abort flag, so a stopping program ends promptly.
 //!
-//! Events (only when a chain is active, see `crate::bridge`): field/static/element
+//! Events (only when a chain is active, see `crate::hook`): field/static/element
 //! reads and writes, volatile reads/writes (atomic with their event), allocations
 //! (one per array of a multi-dimensional `new`), method enter/exit around calls (the
 //! call site is the event site), acquire/release for outermost monitor levels
@@ -15,7 +15,6 @@
 
 use std::sync::Arc;
 
-use analyses::thread::ThreadCx;
 use analyses::{EventKind, Loc, ObjId, Spec as ASpec};
 use lang::ir::{
     FieldRef, FuncId, FuncKind, Function, Inst, Local, Program, SiteId, Spec, Terminator,
@@ -25,6 +24,7 @@ use crate::Tid;
 use crate::bridge::ref_value;
 use crate::error::{ErrorKind, StackFrame};
 use crate::heap::{self, Arena};
+use crate::hook::Hook;
 use crate::image::{Image, const_bits};
 use crate::layout;
 use crate::ops;
@@ -56,7 +56,7 @@ pub struct Interp {
     regs: Vec<u64>,
     arena: Arena,
     steps: u64,
-    cx: Option<ThreadCx>,
+    hook: Hook,
 }
 
 fn spec_of(s: Spec) -> ASpec {
@@ -118,15 +118,6 @@ fn stack_of(frames: &[Frame], site: SiteId) -> Vec<StackFrame> {
     out
 }
 
-/// Deliver an event if a chain is active.
-macro_rules! emit {
-    ($self:ident, $rt:expr, $site:expr, $kind:expr) => {
-        if let (Some(b), Some(cx)) = ($rt.bridge.as_ref(), $self.cx.as_mut()) {
-            b.emit(cx, $site, $kind);
-        }
-    };
-}
-
 /// Run `$body` with `$g` bound to this thread as a [`Guest`] of the shared runtime
 /// operations (a macro, so `$body` may still borrow the registers).
 macro_rules! guest {
@@ -138,7 +129,7 @@ macro_rules! guest {
             tid: $self.tid,
             seeded: $self.seeded,
             arena: &mut $self.arena,
-            cx: &mut $self.cx,
+            hook: &mut $self.hook,
             stack: &stack,
         };
         $body
@@ -153,7 +144,7 @@ pub fn run_thread(
     func: FuncId,
     args: Vec<u64>,
     site: SiteId,
-    cx: Option<ThreadCx>,
+    hook: Hook,
 ) {
     let body = move |rt: Arc<Runtime>| {
         let mut it = Interp {
@@ -164,7 +155,7 @@ pub fn run_thread(
             regs: Vec::new(),
             arena: Arena::default(),
             steps: 0,
-            cx,
+            hook,
         };
         let _ = it.run_entry(func, &args, site);
     };
@@ -185,7 +176,7 @@ impl Interp {
 
     fn run_entry(&mut self, func: FuncId, args: &[u64], site: SiteId) -> Result<(), Stop> {
         let rt = self.rt.clone();
-        emit!(self, rt, site, EventKind::ThreadStart);
+        self.hook.emit(site, EventKind::ThreadStart);
         let f = rt.image.program.func(func);
         self.regs.resize(f.locals.len().max(args.len()), 0);
         self.regs[..args.len()].copy_from_slice(args);
@@ -201,7 +192,7 @@ impl Interp {
         self.steps += 1;
         self.enter_frame(site)?;
         self.run()?;
-        emit!(self, rt, site, EventKind::ThreadEnd);
+        self.hook.emit(site, EventKind::ThreadEnd);
         Ok(())
     }
 
@@ -342,7 +333,7 @@ impl Interp {
                                 obj: ObjId(a),
                                 slot: i as u32,
                             };
-                            emit!(self, rt, *site, EventKind::Read { loc });
+                            self.hook.emit(*site, EventKind::Read { loc });
                         }
                         Inst::ArrayStore {
                             arr,
@@ -356,9 +347,9 @@ impl Interp {
                             self.point()?;
                             let v = r!(src);
                             heap::store(a, slot, v);
-                            if rt.bridge.is_some() {
+                            if self.hook.is_on() {
                                 let ev = rtops::element_write(img, a, i as u64, v);
-                                emit!(self, rt, *site, ev);
+                                self.hook.emit(*site, ev);
                             }
                         }
                         Inst::ArrayLength { dst, arr, site } => {
@@ -439,8 +430,8 @@ impl Interp {
                         } => {
                             let vals: Vec<u64> = args.iter().map(|a| r!(a)).collect();
                             let (rt2, f, site) = (rt.clone(), *f, *site);
-                            let body = move |child, vals, cx| {
-                                run_thread(rt2, child, f, vals, site, cx);
+                            let body = move |child, vals, hook| {
+                                run_thread(rt2, child, f, vals, site, hook);
                             };
                             r!(dst) = guest!(self, g => g.fork(f, vals, site, body))?;
                         }
@@ -470,23 +461,19 @@ impl Interp {
                             guest!(self, g => g.barrier_await(b, *site))?;
                         }
                         Inst::SpecBegin { spec, site } => {
-                            emit!(
-                                self,
-                                rt,
+                            self.hook.emit(
                                 *site,
                                 EventKind::Begin {
-                                    spec: spec_of(*spec)
-                                }
+                                    spec: spec_of(*spec),
+                                },
                             );
                         }
                         Inst::SpecEnd { spec, site } => {
-                            emit!(
-                                self,
-                                rt,
+                            self.hook.emit(
                                 *site,
                                 EventKind::End {
-                                    spec: spec_of(*spec)
-                                }
+                                    spec: spec_of(*spec),
+                                },
                             );
                         }
                         Inst::Math { dst, func: m, args } => {
@@ -614,23 +601,12 @@ impl Interp {
     /// A field or static read (volatile: atomic with its event).
     #[inline]
     fn read(&mut self, o: u64, slot: usize, loc: Loc, volatile: bool, site: SiteId) -> u64 {
-        let rt = &self.rt;
-        match (rt.bridge.as_ref(), self.cx.as_mut()) {
-            (Some(b), Some(cx)) => {
-                if volatile {
-                    let _g = b.volatile_lock(loc);
-                    let v = heap::load_volatile(o, slot);
-                    b.emit(cx, site, EventKind::VolatileRead { loc });
-                    v
-                } else {
-                    let v = heap::load(o, slot);
-                    b.emit(cx, site, EventKind::Read { loc });
-                    v
-                }
-            }
-            _ if volatile => heap::load_volatile(o, slot),
-            _ => heap::load(o, slot),
+        if volatile {
+            return self.hook.load_volatile(o, slot, loc, site);
         }
+        let v = heap::load(o, slot);
+        self.hook.emit(site, EventKind::Read { loc });
+        v
     }
 
     /// A field or static write (volatile: atomic with its event).
@@ -646,21 +622,12 @@ impl Interp {
         volatile: bool,
         site: SiteId,
     ) {
-        let rt = &self.rt;
-        match (rt.bridge.as_ref(), self.cx.as_mut()) {
-            (Some(b), Some(cx)) => {
-                let value = ref_value(is_ref, v);
-                if volatile {
-                    let _g = b.volatile_lock(loc);
-                    heap::store_volatile(o, slot, v);
-                    b.emit(cx, site, EventKind::VolatileWrite { loc, value });
-                } else {
-                    heap::store(o, slot, v);
-                    b.emit(cx, site, EventKind::Write { loc, value });
-                }
-            }
-            _ if volatile => heap::store_volatile(o, slot, v),
-            _ => heap::store(o, slot, v),
+        let value = ref_value(is_ref, v);
+        if volatile {
+            self.hook.store_volatile(o, slot, v, loc, value, site);
+        } else {
+            heap::store(o, slot, v);
+            self.hook.emit(site, EventKind::Write { loc, value });
         }
     }
 }

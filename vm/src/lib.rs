@@ -10,21 +10,21 @@
 //!   wait/notify, barriers, fork/join, method prologue/epilogue, print).
 //! - [`interp`]: the interpreter; [`ops`]: value operations; [`jfmt`]: Java's
 //!   `Double.toString`; [`output`]: the guest's stdout.
-//! - [`bridge`] and [`env`]: events to the analysis chain, names for reports.
-//! - [`run`]: [`run_program`], the in-process entry point; [`cli`]: the `capvm` tool;
-//!   [`infer`]: `capvm infer-capsules`; [`bench`]: `capvm bench`.
+//! - [`hook`]: each thread's events to the analysis chain (both tiers); [`bridge`]:
+//!   the run's side of it; [`env`]: names for reports.
+//! - [`run`]: [`run_program`], the in-process entry point.
+//! - [`tool`], on top of the runtime: the `capvm` command line, `capvm infer-capsules`
+//!   and `capvm bench`.
 //!
 //! Architecture invariants: the interpreter is the reference semantics; a guest error
 //! never panics the VM; with no analysis chain no event is built.
 
-pub mod bench;
 pub mod bridge;
-pub mod cli;
 pub mod env;
 pub mod error;
 pub mod heap;
+pub mod hook;
 pub mod image;
-pub mod infer;
 pub mod interp;
 pub mod jfmt;
 pub mod jit;
@@ -38,6 +38,7 @@ pub mod sched;
 pub mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod tool;
 
 /// Guest thread number (main = 0), as in `analyses`.
 pub type Tid = u32;

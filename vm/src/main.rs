@@ -1,4 +1,4 @@
-//! The `capvm` binary: a thin wrapper over [`vm::cli::main`].
+//! The `capvm` binary: a thin wrapper over [`vm::tool::cli::main`].
 fn main() {
-    std::process::exit(vm::cli::main(std::env::args_os()));
+    std::process::exit(vm::tool::cli::main(std::env::args_os()));
 }

@@ -12,7 +12,6 @@ use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use analyses::thread::ThreadCx;
 use analyses::{EventKind, Loc, MethodId, ObjId, Spec as ASpec};
 use lang::ir::{ClassId, FieldRef, FuncId, FuncKind, Local, PrintArg, Program, Repr, SiteId, Type};
 
@@ -20,6 +19,7 @@ use crate::Tid;
 use crate::bridge::ref_value;
 use crate::error::{ErrorKind, RuntimeError, StackFrame};
 use crate::heap::{self, Arena, HeapFull};
+use crate::hook::Hook;
 use crate::image::{Image, const_bits};
 use crate::jfmt::double_to_string;
 use crate::layout::{self, Kind};
@@ -34,8 +34,8 @@ pub struct Guest<'a> {
     /// `--sched seeded`: scheduling points yield.
     pub seeded: bool,
     pub arena: &'a mut Arena,
-    /// The thread's analysis context (None without a chain).
-    pub cx: &'a mut Option<ThreadCx>,
+    /// The thread's hook to the analysis chain.
+    pub hook: &'a mut Hook,
     /// The CapJava stack at `site` of the innermost frame (for errors and for the
     /// deadlock report of a blocked thread).
     pub stack: &'a dyn Fn(SiteId) -> Vec<StackFrame>,
@@ -150,9 +150,7 @@ impl Guest<'_> {
     /// Deliver an event if a chain is active.
     #[inline]
     pub fn emit(&mut self, site: SiteId, kind: EventKind<'_>) {
-        if let (Some(b), Some(cx)) = (self.rt.bridge.as_ref(), self.cx.as_mut()) {
-            b.emit(cx, site, kind);
-        }
+        self.hook.emit(site, kind);
     }
 
     /// `new C`: scheduling point, allocation, constant field initialisers, `Alloc`.
@@ -334,20 +332,16 @@ impl Guest<'_> {
         self.point()?;
         let rt = self.rt.clone();
         let stack = self.stack;
-        let bridge = rt.bridge.as_ref();
-        let cx = &mut *self.cx;
+        let hook = &mut *self.hook;
         let mut enter = |generation: u64, parties: u32| {
-            if let (Some(br), Some(cx)) = (bridge, cx.as_mut()) {
-                br.emit(
-                    cx,
-                    site,
-                    EventKind::BarrierEnter {
-                        barrier: ObjId(b),
-                        generation,
-                        parties,
-                    },
-                );
-            }
+            hook.emit(
+                site,
+                EventKind::BarrierEnter {
+                    barrier: ObjId(b),
+                    generation,
+                    parties,
+                },
+            );
         };
         let (generation, parties) =
             sync::barrier_await(&rt.sched, self.tid, b, site, &|| stack(site), &mut enter)?;
@@ -379,15 +373,14 @@ impl Guest<'_> {
             self.monitor_enter(obj, site)?;
             lock = obj;
         }
-        if let (Some(b), Some(cx)) = (rt.bridge.as_ref(), self.cx.as_mut()) {
+        if self.hook.is_on() {
             let first = if func.kind == FuncKind::Static { 0 } else { 1 };
             let receiver = (first == 1).then(|| ObjId(params[0]));
             let args: Vec<ObjId> = (first..func.num_params as usize)
                 .filter(|&i| func.locals[i].ty.is_ref() && params[i] != 0)
                 .map(|i| ObjId(params[i]))
                 .collect();
-            b.emit(
-                cx,
+            self.hook.emit(
                 site,
                 EventKind::Enter {
                     method: MethodId(f.0),
@@ -400,7 +393,7 @@ impl Guest<'_> {
                 (func.is_atomic, ASpec::Atomic),
             ] {
                 if on {
-                    b.emit(cx, site, EventKind::Begin { spec });
+                    self.hook.emit(site, EventKind::Begin { spec });
                 }
             }
         }
@@ -418,17 +411,16 @@ impl Guest<'_> {
     ) -> Result<(), Stop> {
         let rt = self.rt.clone();
         let func = rt.image.program.func(f);
-        if let (Some(b), Some(cx)) = (rt.bridge.as_ref(), self.cx.as_mut()) {
+        if self.hook.is_on() {
             for (on, spec) in [
                 (func.is_atomic, ASpec::Atomic),
                 (func.is_deterministic, ASpec::Deterministic),
             ] {
                 if on {
-                    b.emit(cx, site, EventKind::End { spec });
+                    self.hook.emit(site, EventKind::End { spec });
                 }
             }
-            b.emit(
-                cx,
+            self.hook.emit(
                 site,
                 EventKind::Exit {
                     method: MethodId(f.0),
@@ -457,14 +449,14 @@ impl Guest<'_> {
     }
 
     /// `fork f(vals)`: checks, the `Thread` object, `Fork` (handing the reference
-    /// arguments), then the new OS thread running `body(child, vals, child_cx)` on
+    /// arguments), then the new OS thread running `body(child, vals, child_hook)` on
     /// the caller's tier. Returns the `Thread` object.
     pub fn fork(
         &mut self,
         f: FuncId,
         vals: Vec<u64>,
         site: SiteId,
-        body: impl FnOnce(Tid, Vec<u64>, Option<ThreadCx>) + Send + 'static,
+        body: impl FnOnce(Tid, Vec<u64>, Hook) + Send + 'static,
     ) -> Result<u64, Stop> {
         let rt = self.rt.clone();
         let prog = &rt.image.program;
@@ -488,19 +480,14 @@ impl Guest<'_> {
             .map_err(|_| self.heap_full(site, Some(layout::THREAD_WORDS)))?;
         let child = rt.sched.register();
         heap::store(t, layout::THREAD_TID, child as u64);
-        let child_cx = match (rt.bridge.as_ref(), self.cx.as_mut()) {
-            (Some(b), Some(cx)) => {
-                let handed: Vec<ObjId> = vals
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, v)| **v != 0 && callee.locals[*i].ty.is_ref())
-                    .map(|(_, v)| ObjId(*v))
-                    .collect();
-                Some(b.fork(cx, child, site, &handed))
-            }
-            _ => None,
-        };
-        if let Err(e) = rt.spawn(child, move || body(child, vals, child_cx)) {
+        let child_hook = self.hook.fork(child, site, || {
+            vals.iter()
+                .enumerate()
+                .filter(|(i, v)| **v != 0 && callee.locals[*i].ty.is_ref())
+                .map(|(_, v)| ObjId(*v))
+                .collect()
+        });
+        if let Err(e) = rt.spawn(child, move || body(child, vals, child_hook)) {
             rt.sched.finish(child);
             return Err(self.fail(
                 ErrorKind::ThreadLimit,

@@ -13,6 +13,7 @@ use lang::ir::Program;
 use crate::bridge::Bridge;
 use crate::env::{CapsuleOverride, VmEnv};
 use crate::error::{ErrorKind, RuntimeError};
+use crate::hook::Hook;
 use crate::image::Image;
 use crate::interp::run_thread;
 use crate::output::Output;
@@ -43,13 +44,6 @@ pub enum Tier {
 impl Tier {
     /// The tier `capvm run` uses without `--tier`.
     pub const DEFAULT: Tier = Tier::Jit;
-
-    /// Whether this build can run the tier.
-    pub fn check_available(self) -> Result<(), ConfigError> {
-        match self {
-            Tier::Interp | Tier::Jit => Ok(()),
-        }
-    }
 }
 
 impl std::fmt::Display for Tier {
@@ -66,8 +60,7 @@ pub type ChainFactory = Arc<dyn Fn(Arc<dyn Env>) -> Result<Chain, ChainError> + 
 
 #[derive(Clone)]
 pub struct RunConfig {
-    /// `--tools`; `None` = the default chain (falling back to the longest suffix of it
-    /// that this build has).
+    /// `--tools`; `None` = the default chain ([`DEFAULT_TOOLS`]).
     pub tools: Option<String>,
     /// Overrides `tools` when set.
     pub chain_factory: Option<ChainFactory>,
@@ -80,8 +73,6 @@ pub struct RunConfig {
     pub max_heap: u64,
     /// Keep the guest's stdout in [`RunOutcome::stdout`] instead of writing it.
     pub capture_stdout: bool,
-    /// Print notes (e.g. the default-chain fallback) on stderr as they arise.
-    pub echo_notes: bool,
     /// `--capsules C1,C2`: exactly these classes are capsules, whatever the source
     /// says (`None` = the source's `capsule` annotations). An unknown name is a
     /// [`ConfigError`].
@@ -104,7 +95,6 @@ impl Default for RunConfig {
             max_threads: DEFAULT_MAX_THREADS,
             max_heap: DEFAULT_MAX_HEAP,
             capture_stdout: true,
-            echo_notes: false,
             capsules: None,
             inline_filter: true,
         }
@@ -153,8 +143,6 @@ pub struct RunOutcome {
     pub report: serde_json::Value,
     /// `chain.stats_text()` (empty without a chain).
     pub stats_text: String,
-    /// Remarks for stderr (e.g. which chain ran instead of the default).
-    pub notes: Vec<String>,
     /// Passes that ran.
     pub passes: Vec<&'static str>,
 }
@@ -174,12 +162,8 @@ fn with_record(spec: &str, record: bool) -> String {
     }
 }
 
-/// Build the chain of `cfg`; `notes` gets the fallback remark.
-fn build_chain(
-    cfg: &RunConfig,
-    env: Arc<dyn Env>,
-    notes: &mut Vec<String>,
-) -> Result<Chain, ConfigError> {
+/// Build the chain of `cfg`.
+fn build_chain(cfg: &RunConfig, env: Arc<dyn Env>) -> Result<Chain, ConfigError> {
     if let Some(f) = &cfg.chain_factory {
         return f(env).map_err(|e| ConfigError(e.0));
     }
@@ -188,33 +172,9 @@ fn build_chain(
         capsules: cfg.capsules.clone(),
         ..ChainOptions::default()
     };
-    let record = cfg.record.is_some();
-    if let Some(spec) = &cfg.tools {
-        return Chain::parse(&with_record(spec, record), env, options)
-            .map_err(|e| ConfigError(e.0));
-    }
-    if record {
-        // The registry's message if `record` itself is missing.
-        Chain::parse("record", env.clone(), options.clone()).map_err(|e| ConfigError(e.0))?;
-    }
-    let names: Vec<&str> = DEFAULT_TOOLS.split(':').collect();
-    for start in 0..names.len() {
-        let cand = names[start..].join(":");
-        if Chain::parse(&cand, env.clone(), ChainOptions::default()).is_ok() {
-            if start > 0 {
-                notes.push(format!(
-                    "note: the default analyses `{}` are not all in this build; running `{cand}`",
-                    DEFAULT_TOOLS
-                ));
-            }
-            return Chain::parse(&with_record(&cand, record), env, options)
-                .map_err(|e| ConfigError(e.0));
-        }
-    }
-    notes.push(format!(
-        "note: the default analyses `{DEFAULT_TOOLS}` are not in this build; running without analysis"
-    ));
-    Chain::parse(&with_record("none", record), env, options).map_err(|e| ConfigError(e.0))
+    let spec = cfg.tools.as_deref().unwrap_or(DEFAULT_TOOLS);
+    analyses::passes::chain(&with_record(spec, cfg.record.is_some()), env, options)
+        .map_err(|e| ConfigError(e.0))
 }
 
 /// The capsule flags by class id for `--capsules`: exactly the named classes.
@@ -235,7 +195,6 @@ pub fn capsule_set(program: &Program, names: &[String]) -> Result<Vec<bool>, Con
 
 /// Run `program` to completion under `cfg`.
 pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome, ConfigError> {
-    cfg.tier.check_available()?;
     let main = program.main;
     let main_site = program.func(main).site;
     let out = Output::new(cfg.capture_stdout);
@@ -263,15 +222,9 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         }),
         None => vm_env.clone(),
     };
-    let mut notes = Vec::new();
-    let chain = build_chain(cfg, env.clone(), &mut notes)?;
-    if cfg.echo_notes {
-        for n in &notes {
-            eprintln!("{n}");
-        }
-    }
+    let chain = build_chain(cfg, env.clone())?;
     let passes = chain.pass_names();
-    let bridge = (!chain.is_empty()).then(|| Bridge::new(chain, vm_env.clone()));
+    let bridge = (!chain.is_empty()).then(|| Arc::new(Bridge::new(chain, vm_env.clone())));
     let limits = Limits {
         max_steps: cfg.max_steps,
         max_threads: cfg.max_threads.max(1),
@@ -282,14 +235,14 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         SchedKind::Seeded(s) => Some(s),
     };
     let rt = Arc::new(Runtime::new(image.clone(), seed, bridge, out, limits));
-    let main_cx = rt.bridge.as_ref().map(|b| b.chain.main_thread());
+    let main_hook = Hook::main(rt.bridge.as_ref());
     let rt2 = rt.clone();
     // The main thread has no call site: its start and `main`'s enter carry site 0.
     let entry = lang::ir::SiteId(0);
     // The tier switch: which engine runs the guest threads (forks stay on the tier).
     let spawned = match cfg.tier {
         Tier::Interp => rt.spawn(0, move || {
-            run_thread(rt2, 0, main, Vec::new(), entry, main_cx)
+            run_thread(rt2, 0, main, Vec::new(), entry, main_hook)
         }),
         Tier::Jit => {
             // The chain's inline request becomes a header test (`HeaderFilter::of`).
@@ -312,7 +265,7 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
                 }
             };
             rt.spawn(0, move || {
-                crate::jit::run_thread(rt2, code, 0, main, Vec::new(), entry, main_cx)
+                crate::jit::run_thread(rt2, code, 0, main, Vec::new(), entry, main_hook)
             })
         }
     };
@@ -367,7 +320,6 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         warnings_text,
         report: serde_json::json!({ "warnings": warnings_json, "stats": stats }),
         stats_text,
-        notes,
         passes,
     })
 }
@@ -382,7 +334,6 @@ fn error_outcome(program: &Program, err: RuntimeError) -> RunOutcome {
         warnings_text: Vec::new(),
         report: serde_json::json!({ "warnings": [], "stats": {} }),
         stats_text: String::new(),
-        notes: Vec::new(),
         passes: Vec::new(),
     }
 }

@@ -33,7 +33,7 @@ pub struct Runtime {
     pub image: Arc<Image>,
     pub sched: Sched,
     pub seeded: bool,
-    pub bridge: Option<Bridge>,
+    pub bridge: Option<Arc<Bridge>>,
     pub out: Output,
     pub limits: Limits,
     threads_created: AtomicU64,
@@ -46,7 +46,7 @@ impl Runtime {
     pub fn new(
         image: Arc<Image>,
         seed: Option<u64>,
-        bridge: Option<Bridge>,
+        bridge: Option<Arc<Bridge>>,
         out: Output,
         limits: Limits,
     ) -> Runtime {

@@ -1,6 +1,6 @@
 //! The benchmark kernels of `corpus/bench` (issue 8): each small kernel prints its
 //! expected checksum (`NAME.out`, cross-checked with Java) bare and under every chain of
-//! `capvm bench` ([`vm::bench::DEFAULT_CHAINS`]), on both tiers. The kernels are race
+//! `capvm bench` ([`vm::tool::bench::DEFAULT_CHAINS`]), on both tiers. The kernels are race
 //! free, so every chain exits 0 except `eraser`, whose lockset discipline gives false
 //! alarms on data ordered by fork/join and barriers (exit 66 allowed). Each
 //! `NAME_large.cj` differs from `NAME.cj` only in the `SIZE` line.
@@ -28,7 +28,7 @@ fn check(kernel: &Path) -> Vec<String> {
     let mut errors = Vec::new();
     let name = kernel.file_stem().unwrap().to_string_lossy().into_owned();
     let expected = std::fs::read_to_string(kernel.with_extension("out")).unwrap_or_default();
-    let configs = std::iter::once("none").chain(vm::bench::DEFAULT_CHAINS.iter().copied());
+    let configs = std::iter::once("none").chain(vm::tool::bench::DEFAULT_CHAINS.iter().copied());
     for (tier, tools) in configs.flat_map(|c| [("jit", c), ("interp", c)]) {
         let exits: &[i32] = if tools == "eraser" { &[0, 66] } else { &[0] };
         let out = Command::new(CAPVM)

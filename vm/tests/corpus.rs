@@ -13,17 +13,12 @@
 //!   JIT tier), and offline: `capvm analyze` of a recorded trace, for the chains without
 //!   the filters `escape` and `capsule` (which need the live heap).
 //!
-//! Checks that need something not yet in this build (a pass that exits 64 with "not
-//! available in this build", the JIT tier, `--record`) are skipped with a note written
-//! straight to stderr (visible even though libtest captures test output), never passed
-//! silently.
 
-use std::collections::{BTreeSet, HashMap};
-use std::io::Write as _;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 const CAPVM: &str = env!("CARGO_BIN_EXE_capvm");
@@ -36,7 +31,6 @@ const SEEDS: [u64; 4] = [1, 2, 3, 42];
 const BUG_SEEDS: [u64; 3] = [1, 2, 3];
 
 const EXIT_OK: i32 = 0;
-const EXIT_USAGE: i32 = 64;
 const EXIT_WARNINGS: i32 = 66;
 
 fn corpus_dir(sub: &str) -> PathBuf {
@@ -69,11 +63,6 @@ fn name(p: &Path) -> String {
         "{dir}/{}",
         p.file_name().unwrap_or_default().to_string_lossy()
     )
-}
-
-/// A note that is visible in `cargo test` output even for passing tests.
-fn note(msg: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "note: {msg}");
 }
 
 // ---- running capvm -----------------------------------------------------------------------
@@ -160,25 +149,6 @@ fn no_panic(args: &[&str], o: &Output) -> Result<(), String> {
     Ok(())
 }
 
-/// Is this capability in the build? `probe` is a run that exits 64 with `marker` on stderr
-/// when it is not. Cached per key.
-fn available(key: &str, probe: &[&str], marker: &str) -> bool {
-    static CACHE: OnceLock<Mutex<HashMap<String, bool>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(&b) = cache.lock().unwrap().get(key) {
-        return b;
-    }
-    let o = capvm(&corpus_dir("examples"), probe);
-    let ok = !(o.code == EXIT_USAGE && o.stderr.contains(marker));
-    cache.lock().unwrap().insert(key.to_string(), ok);
-    ok
-}
-
-/// The program the availability probes run (in `corpus/examples`).
-fn probe_file() -> String {
-    "language_example.cj".to_string()
-}
-
 /// The directory and the file name of a corpus file: capvm runs in the directory.
 fn dir_and_file(path: &Path) -> (PathBuf, String) {
     let dir = path
@@ -191,48 +161,6 @@ fn dir_and_file(path: &Path) -> (PathBuf, String) {
         .to_string_lossy()
         .into_owned();
     (dir, file)
-}
-
-/// Is every pass of `chain` in this build? Returns the first missing one.
-fn missing_pass(chain: &str) -> Option<String> {
-    let f = probe_file();
-    chain
-        .split(':')
-        .find(|pass| {
-            !available(
-                &format!("pass:{pass}"),
-                &[
-                    "run", &f, "--tools", pass, "--tier", "interp", "--sched", "seeded:1",
-                ],
-                "not available in this build",
-            )
-        })
-        .map(str::to_string)
-}
-
-fn jit_available() -> bool {
-    let f = probe_file();
-    available(
-        "tier:jit",
-        &["run", &f, "--tier", "jit", "--tools", "none"],
-        "not in this build",
-    )
-}
-
-fn record_available() -> bool {
-    let f = probe_file();
-    let t = scratch_path("probe.std");
-    let ts = t.display().to_string();
-    let ok = available(
-        "record",
-        &[
-            "run", &f, "--tier", "interp", "--sched", "seeded:1", "--tools", "none", "--record",
-            &ts,
-        ],
-        "",
-    );
-    let _ = std::fs::remove_file(&t);
-    ok
 }
 
 /// Run `job` on every file, a few at a time; fail with every error, each naming its file.
@@ -359,63 +287,57 @@ fn check_example(path: &Path) -> Vec<String> {
             b.stderr
         ));
     }
-    if record_available() {
-        let t1 = scratch_path("r1.std");
-        let t2 = scratch_path("r2.std");
-        let (s1, s2) = (t1.display().to_string(), t2.display().to_string());
-        let mut traces = Vec::new();
-        for t in [&s1, &s2] {
-            let mut args = run_args(&file, "seeded:9", "none", "interp");
-            args.extend(["--record", t.as_str()]);
-            let o = capvm(&dir, &args);
-            if o.code != EXIT_OK {
-                errs.push(describe(&args, &o));
-            }
-            traces.push(std::fs::read(t).unwrap_or_default());
+    let t1 = scratch_path("r1.std");
+    let t2 = scratch_path("r2.std");
+    let (s1, s2) = (t1.display().to_string(), t2.display().to_string());
+    let mut traces = Vec::new();
+    for t in [&s1, &s2] {
+        let mut args = run_args(&file, "seeded:9", "none", "interp");
+        args.extend(["--record", t.as_str()]);
+        let o = capvm(&dir, &args);
+        if o.code != EXIT_OK {
+            errs.push(describe(&args, &o));
         }
-        if traces[0] != traces[1] {
-            errs.push("two `--sched seeded:9 --record` runs wrote different traces".into());
-        } else if traces[0].is_empty() {
-            errs.push("`--record` wrote an empty trace".into());
-        }
-        let _ = std::fs::remove_file(&t1);
-        let _ = std::fs::remove_file(&t2);
+        traces.push(std::fs::read(t).unwrap_or_default());
     }
+    if traces[0] != traces[1] {
+        errs.push("two `--sched seeded:9 --record` runs wrote different traces".into());
+    } else if traces[0].is_empty() {
+        errs.push("`--record` wrote an empty trace".into());
+    }
+    let _ = std::fs::remove_file(&t1);
+    let _ = std::fs::remove_file(&t2);
 
     // The JIT tier: same output under os and one seed, and the same trace as the
     // interpreter under the same seed (ARCHITECTURE.md, property 5).
-    if jit_available() && record_available() {
-        let mut traces = Vec::new();
-        for tier in ["interp", "jit"] {
-            let t = scratch_path(&format!("{tier}.std"));
-            let ts = t.display().to_string();
-            let mut args = run_args(&file, "seeded:3", "none", tier);
-            args.extend(["--record", ts.as_str()]);
-            let o = capvm(&dir, &args);
-            if o.code != EXIT_OK {
-                errs.push(describe(&args, &o));
-            }
-            traces.push(std::fs::read_to_string(&t).unwrap_or_default());
-            let _ = std::fs::remove_file(&t);
+    let mut traces = Vec::new();
+    for tier in ["interp", "jit"] {
+        let t = scratch_path(&format!("{tier}.std"));
+        let ts = t.display().to_string();
+        let mut args = run_args(&file, "seeded:3", "none", tier);
+        args.extend(["--record", ts.as_str()]);
+        let o = capvm(&dir, &args);
+        if o.code != EXIT_OK {
+            errs.push(describe(&args, &o));
         }
-        if traces[0] != traces[1] {
-            errs.push(format!(
-                "`--sched seeded:3 --record`: the JIT's trace differs from the interpreter's{}",
-                first_difference(&traces[0], &traces[1])
-            ));
-        }
+        traces.push(std::fs::read_to_string(&t).unwrap_or_default());
+        let _ = std::fs::remove_file(&t);
     }
-    if jit_available() {
-        for sched in ["os", "seeded:1"] {
-            let args = run_args(&file, sched, "none", "jit");
-            let o = capvm(&dir, &args);
-            if o.code != EXIT_OK || o.stdout != expected {
-                errs.push(format!(
-                    "JIT tier: {}\n--- got stdout\n{}",
-                    describe(&args, &o),
-                    o.stdout
-                ));
-            }
+    if traces[0] != traces[1] {
+        errs.push(format!(
+            "`--sched seeded:3 --record`: the JIT's trace differs from the interpreter's{}",
+            first_difference(&traces[0], &traces[1])
+        ));
+    }
+    for sched in ["os", "seeded:1"] {
+        let args = run_args(&file, sched, "none", "jit");
+        let o = capvm(&dir, &args);
+        if o.code != EXIT_OK || o.stdout != expected {
+            errs.push(format!(
+                "JIT tier: {}\n--- got stdout\n{}",
+                describe(&args, &o),
+                o.stdout
+            ));
         }
     }
     errs
@@ -448,12 +370,6 @@ fn examples() {
         files.len() >= 15,
         "corpus/examples needs at least 15 programs"
     );
-    if !record_available() {
-        note("corpus examples: `--record` is not in this build; trace repeatability skipped");
-    }
-    if !jit_available() {
-        note("corpus examples: `--tier jit` is not in this build; JIT output checks skipped");
-    }
     for_each_parallel(&files, check_example);
 }
 
@@ -487,9 +403,7 @@ fn check_error(path: &Path) -> Vec<String> {
     ];
     if exit == 70 {
         runs.push(run_args(&file, "seeded:2", "count", "interp"));
-        if jit_available() {
-            runs.push(run_args(&file, "seeded:1", "none", "jit"));
-        }
+        runs.push(run_args(&file, "seeded:1", "none", "jit"));
     }
     for r in &mut runs {
         r.extend(extra.split_whitespace());
@@ -531,9 +445,6 @@ fn check_error(path: &Path) -> Vec<String> {
 #[test]
 fn errors() {
     let files = cj_files("errors");
-    if !jit_available() {
-        note("corpus errors: `--tier jit` is not in this build; JIT runs skipped");
-    }
     for_each_parallel(&files, check_error);
 }
 
@@ -623,7 +534,7 @@ fn check_bug(path: &Path) -> Vec<String> {
     // passes need nothing but the trace: the filters (`escape`, `capsule`) need the heap.
     let trace = scratch_path("bug.std");
     let trace_s = trace.display().to_string();
-    let offline = record_available() && {
+    let offline = {
         let args = [
             "run", &file, "--tier", "interp", "--sched", "seeded:1", "--tools", "none", "--record",
             &trace_s,
@@ -640,21 +551,12 @@ fn check_bug(path: &Path) -> Vec<String> {
         }
     };
     for (chain, expected) in &expects {
-        if let Some(pass) = missing_pass(chain) {
-            note(&format!(
-                "SKIP {} `expect {chain}`: pass `{pass}` is not available in this build",
-                name(path)
-            ));
-            continue;
-        }
         let mut runs: Vec<(String, &str)> = BUG_SEEDS
             .iter()
             .map(|s| (format!("seeded:{s}"), "interp"))
             .collect();
         runs.push(("os".into(), "interp"));
-        if jit_available() {
-            runs.push(("seeded:1".into(), "jit"));
-        }
+        runs.push(("seeded:1".into(), "jit"));
         for (sched, tier) in &runs {
             let report = scratch_path("report.json");
             let rs = report.display().to_string();
@@ -727,9 +629,6 @@ fn check_verdict(
 fn bugs() {
     let files = cj_files("bugs");
     assert!(files.len() >= 12, "corpus/bugs needs at least 12 programs");
-    if !jit_available() {
-        note("corpus bugs: `--tier jit` is not in this build; JIT verdict checks skipped");
-    }
     for_each_parallel(&files, check_bug);
 }
 

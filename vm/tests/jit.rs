@@ -11,11 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use analyses::Chain;
-use analyses::chain::{ChainOptions, Shared};
-use analyses::clocks::Clocks;
-use analyses::ctx::CtxTree;
 use analyses::env::Env;
-use analyses::report::Reporter;
+use analyses::{ChainOptions, Shared};
 use lang::ir::{Program, SourceFile};
 use parking_lot::Mutex;
 use vm::testing::log::{EventLog, Logged};
@@ -100,13 +97,7 @@ fn run(prog: &Arc<Program>, tier: Tier, sched: SchedKind, record: bool, limits: 
     if record {
         let log2 = log.clone();
         cfg.chain_factory = Some(Arc::new(move |env: Arc<dyn Env>| {
-            let shared = Arc::new(Shared {
-                env: env.clone(),
-                reporter: Reporter::new(),
-                ctxs: CtxTree::new(),
-                clocks: Clocks::new(),
-                options: ChainOptions::default(),
-            });
+            let shared = Shared::new(env.clone(), ChainOptions::default());
             let rec = EventLog::new(env, log2.clone());
             Ok(Chain::from_passes(vec![Box::new(rec)], shared))
         }));
@@ -478,6 +469,7 @@ struct InlineRun {
 fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
     use vm::bridge::Bridge;
     use vm::env::VmEnv;
+    use vm::hook::Hook;
     use vm::image::Image;
     use vm::jit::{self, JitOptions};
     use vm::output::Output;
@@ -487,8 +479,9 @@ fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
     let env = Arc::new(VmEnv {
         image: image.clone(),
     });
-    let chain = Chain::parse(tools, env.clone(), ChainOptions::default()).expect("chain");
-    let bridge = Bridge::new(chain, env.clone());
+    let chain =
+        analyses::passes::chain(tools, env.clone(), ChainOptions::default()).expect("chain");
+    let bridge = Arc::new(Bridge::new(chain, env.clone()));
     let limits = Limits {
         max_steps: u64::MAX,
         max_threads: 10_000,
@@ -508,11 +501,11 @@ fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
         "`escape` first must request its inline test"
     );
     let code = Arc::new(jit::compile(&image, options).expect("compile"));
-    let cx = rt.bridge.as_ref().map(|b| b.chain.main_thread());
+    let hook = Hook::main(rt.bridge.as_ref());
     let (rt2, code2) = (rt.clone(), code.clone());
     let main = prog.main;
     rt.spawn(0, move || {
-        jit::run_thread(rt2, code2, 0, main, Vec::new(), lang::ir::SiteId(0), cx)
+        jit::run_thread(rt2, code2, 0, main, Vec::new(), lang::ir::SiteId(0), hook)
     })
     .expect("spawn");
     assert!(rt.join_all(), "a guest thread panicked");

@@ -23,10 +23,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::chain::Shared;
 use crate::event::Event;
 use crate::pass::{Flow, Local, Pass};
 use crate::report::WarningKind;
+use crate::shared::Shared;
 use crate::thread::ThreadState;
 use crate::txgraph::report::cycle_warning;
 use crate::txgraph::{TxHb, TxMode};

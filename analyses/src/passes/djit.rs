@@ -16,10 +16,10 @@
 
 use std::sync::Arc;
 
-use crate::chain::Shared;
 use crate::event::{Event, Loc, Op};
 use crate::pass::{Flow, Local, Pass};
 use crate::report::WarningKind;
+use crate::shared::Shared;
 use crate::thread::ThreadState;
 use crate::vc::VectorClock;
 

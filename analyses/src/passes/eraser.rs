@@ -29,10 +29,10 @@
 
 use std::sync::Arc;
 
-use crate::chain::Shared;
 use crate::event::{Event, Loc, ObjId, Op, Tid};
 use crate::pass::{Flow, Local, Pass};
 use crate::report::WarningKind;
+use crate::shared::Shared;
 use crate::thread::ThreadState;
 
 use super::shadow::{Acc, Shadow, pair_warning};

@@ -20,11 +20,11 @@
 //! `R = E(t)` or `R[t] = C_t(t)` means `t`'s own access in this epoch is the latest,
 //! exactly when the locked rule would also return at once.
 
-use crate::chain::Shared;
 use crate::ctx::CtxId;
 use crate::event::{Event, EventKind, Loc, Op, SiteId, Tid};
 use crate::pass::{Flow, Local, Pass};
 use crate::report::{Reporter, WarningKind};
+use crate::shared::Shared;
 use crate::thread::ThreadState;
 use crate::vc::Epoch;
 

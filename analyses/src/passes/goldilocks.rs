@@ -39,10 +39,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::chain::Shared;
 use crate::event::{Event, EventKind, Loc, ObjId, Op, Tid};
 use crate::pass::{Flow, Local, Pass};
 use crate::report::WarningKind;
+use crate::shared::Shared;
 use crate::thread::ThreadState;
 
 use super::shadow::{Acc, Shadow, pair_warning};

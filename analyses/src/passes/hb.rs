@@ -23,11 +23,11 @@ use std::sync::Arc;
 use hashbrown::HashMap;
 use parking_lot::Mutex;
 
-use crate::chain::Shared;
 use crate::ctx::CtxId;
 use crate::event::{Event, Loc, ObjId, Op, OwnedEvent, OwnedKind, Tid};
 use crate::pass::{Flow, Local, Pass};
 use crate::report::WarningKind;
+use crate::shared::Shared;
 use crate::thread::ThreadState;
 
 use super::shadow::{Acc, pair_warning};

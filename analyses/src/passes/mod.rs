@@ -6,8 +6,10 @@
 
 use std::sync::Arc;
 
-use crate::chain::{ChainError, Shared};
+use crate::chain::{Chain, ChainError};
+use crate::env::Env;
 use crate::pass::Pass;
+use crate::shared::{ChainOptions, Shared};
 
 pub mod atomicity;
 pub mod capsule;
@@ -37,8 +39,26 @@ pub const NAMES: &[&str] = &[
     "record",
 ];
 
+/// The passes of `a:b:c` (`none` or the empty string: no pass), built over `shared`.
+pub fn parse_chain(spec: &str, shared: &Arc<Shared>) -> Result<Vec<Box<dyn Pass>>, ChainError> {
+    let spec = spec.trim();
+    if spec.is_empty() || spec == "none" {
+        return Ok(Vec::new());
+    }
+    spec.split(':')
+        .map(|name| make(name.trim(), shared))
+        .collect()
+}
+
+/// The chain `a:b:c` over fresh services ([`Shared::new`]).
+pub fn chain(spec: &str, env: Arc<dyn Env>, options: ChainOptions) -> Result<Chain, ChainError> {
+    let shared = Shared::new(env, options);
+    let passes = parse_chain(spec, &shared)?;
+    Ok(Chain::from_passes(passes, shared))
+}
+
+/// The pass named `name` (one of [`NAMES`]), built over `shared`.
 pub fn make(name: &str, shared: &Arc<Shared>) -> Result<Box<dyn Pass>, ChainError> {
-    let _ = shared;
     match name {
         "count" => Ok(Box::new(count::Count::new())),
         "escape" => Ok(Box::new(escape::Escape::new(shared))),
@@ -51,9 +71,6 @@ pub fn make(name: &str, shared: &Arc<Shared>) -> Result<Box<dyn Pass>, ChainErro
         "goldilocks" => Ok(Box::new(goldilocks::Goldilocks::new(shared))),
         "eraser" => Ok(Box::new(eraser::Eraser::new(shared))),
         "hb" => Ok(Box::new(hb::Hb::new(shared))),
-        other if NAMES.contains(&other) => Err(ChainError(format!(
-            "analysis `{other}` is not available in this build of capvm"
-        ))),
         other => Err(ChainError(format!(
             "unknown analysis `{other}` (known: {})",
             NAMES.join(", ")

@@ -13,10 +13,11 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::chain::{ChainError, Shared};
+use crate::chain::ChainError;
 use crate::env::Env;
 use crate::event::Event;
 use crate::pass::{Flow, Local, Pass};
+use crate::shared::Shared;
 use crate::thread::ThreadState;
 use crate::trace::StdWriter;
 

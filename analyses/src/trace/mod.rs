@@ -1,6 +1,6 @@
 //! Trace formats: RAPID's STD format plus capvm's extension, read ([`parse_std`]) and
-//! written ([`StdWriter`], used by the `record` pass), and offline analysis
-//! ([`analyze`]).
+//! written ([`StdWriter`], used by the `record` pass). Offline analysis of a trace is
+//! [`crate::offline`].
 //!
 //! # The format
 //! One event per line, `THREAD|OP|LOCATION` (RAPID's STD, e.g. `T0|w(V1)|12`). Blank
@@ -63,16 +63,12 @@ mod write;
 
 use std::sync::Arc;
 
-use hashbrown::HashMap;
-
 pub use env::TraceEnv;
 pub use normalize::Normalizer;
 pub use parse::parse_std;
 pub use write::{StdWriter, op_text};
 
-use crate::chain::{Chain, ChainError, ChainOptions};
-use crate::event::{ObjId, OwnedEvent, OwnedKind, SiteId, Tid};
-use crate::thread::ThreadCx;
+use crate::event::{ObjId, OwnedEvent, SiteId};
 
 /// The pseudo object of trace variables: variable `k` is `Loc { obj: VARS, slot: k }`.
 pub const VARS: ObjId = ObjId(1 << 40);
@@ -125,50 +121,6 @@ impl Trace {
     /// The trace without the reader's inserted events (those with index 0).
     pub fn file_events(&self) -> impl Iterator<Item = &OwnedEvent> {
         self.events.iter().filter(|e| e.index != 0)
-    }
-}
-
-/// Run the chain `chain_spec` over `trace`: one [`ThreadCx`] per thread, forks through
-/// [`Chain::fork`], every event in trace order, then [`Chain::finish`]. The returned
-/// chain holds the warnings ([`Chain::warnings`]) and statistics.
-pub fn analyze(
-    trace: &Trace,
-    chain_spec: &str,
-    options: ChainOptions,
-) -> Result<Chain, ChainError> {
-    let env: Arc<dyn crate::env::Env> = trace.env.clone();
-    let chain = Chain::parse(chain_spec, env, options)?;
-    run_events(&chain, &trace.events);
-    chain.finish();
-    Ok(chain)
-}
-
-/// Deliver well-formed `events` (as produced by [`Normalizer`]) to `chain`, in order,
-/// without calling `finish`. Threads that start without a fork get a root context.
-pub fn run_events(chain: &Chain, events: &[OwnedEvent]) {
-    let mut cxs: HashMap<Tid, ThreadCx> = HashMap::new();
-    for ev in events {
-        match &ev.kind {
-            OwnedKind::Fork { child, handed } => {
-                if let Some(parent) = cxs.get_mut(&ev.tid) {
-                    let cx = chain.fork(parent, *child, ev.site, ev.index, handed);
-                    cxs.insert(*child, cx);
-                }
-            }
-            kind => {
-                if matches!(kind, OwnedKind::ThreadStart) && !cxs.contains_key(&ev.tid) {
-                    let cx = if ev.tid == 0 {
-                        chain.main_thread()
-                    } else {
-                        chain.root_thread(ev.tid)
-                    };
-                    cxs.insert(ev.tid, cx);
-                }
-                if let Some(cx) = cxs.get_mut(&ev.tid) {
-                    chain.deliver(cx, &ev.as_event());
-                }
-            }
-        }
     }
 }
 

@@ -7,16 +7,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use analyses::chain::{Chain, ChainOptions, Shared};
-use analyses::clocks::Clocks;
-use analyses::ctx::CtxTree;
 use analyses::env::Env;
 use analyses::event::{Event, EventKind, Loc, MethodId, ObjId, SiteId, Tid};
 use analyses::pass::{Flow, Local, Pass};
 use analyses::passes::escape::mem::MemEnv;
-use analyses::report::{Reported, Reporter, WarningKind};
+use analyses::report::{Reported, WarningKind};
 use analyses::thread::{ThreadCx, ThreadState};
 use analyses::vc::VectorClock;
+use analyses::{Chain, ChainOptions, Shared};
 use parking_lot::Mutex;
 
 /// One access that reached the recorder.
@@ -92,39 +90,26 @@ pub struct Sim {
     pub env: Arc<MemEnv>,
     pub chain: Chain,
     pub log: Arc<Mutex<Vec<Seen>>>,
-    pub has_fasttrack: bool,
     cxs: BTreeMap<Tid, ThreadCx>,
     index: u64,
 }
 
 impl Sim {
-    /// `filters` (e.g. `["escape", "capsule"]`), then the recorder, then `fasttrack`
-    /// if this build has it.
+    /// `filters` (e.g. `["escape", "capsule"]`), then the recorder, then `fasttrack`.
     pub fn new(env: Arc<MemEnv>, filters: &[&str]) -> Sim {
-        let shared = Arc::new(Shared {
-            env: env.clone() as Arc<dyn Env>,
-            reporter: Reporter::new(),
-            ctxs: CtxTree::new(),
-            clocks: Clocks::new(),
-            options: ChainOptions::default(),
-        });
+        let shared = Shared::new(env.clone() as Arc<dyn Env>, ChainOptions::default());
         let mut passes: Vec<Box<dyn Pass>> = filters
             .iter()
             .map(|f| analyses::passes::make(f, &shared).expect("filter exists"))
             .collect();
         let log = Arc::new(Mutex::new(Vec::new()));
         passes.push(Box::new(Recorder(log.clone())));
-        let mut has_fasttrack = false;
-        if let Ok(ft) = analyses::passes::make("fasttrack", &shared) {
-            passes.push(ft);
-            has_fasttrack = true;
-        }
+        passes.push(analyses::passes::make("fasttrack", &shared).expect("fasttrack exists"));
         let chain = Chain::from_passes(passes, shared);
         let mut sim = Sim {
             env,
             chain,
             log,
-            has_fasttrack,
             cxs: BTreeMap::new(),
             index: 0,
         };
@@ -250,15 +235,13 @@ impl Sim {
             .collect()
     }
 
-    /// Locations `fasttrack` reported (None when this build has no fasttrack).
-    pub fn fasttrack_races(&self) -> Option<BTreeSet<Loc>> {
-        self.has_fasttrack.then(|| {
-            self.warnings_of(WarningKind::Race)
-                .iter()
-                .filter(|w| w.warning.analysis == "fasttrack")
-                .filter_map(|w| w.warning.loc)
-                .collect()
-        })
+    /// Locations `fasttrack` reported.
+    pub fn fasttrack_races(&self) -> BTreeSet<Loc> {
+        self.warnings_of(WarningKind::Race)
+            .iter()
+            .filter(|w| w.warning.analysis == "fasttrack")
+            .filter_map(|w| w.warning.loc)
+            .collect()
     }
 
     pub fn stats(&self) -> serde_json::Value {

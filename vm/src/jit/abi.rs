@@ -20,13 +20,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use analyses::pass::InlineDrops;
-use analyses::thread::ThreadCx;
 use analyses::{Loc, ObjId};
 use lang::ir::{FuncId, SiteId};
 
 use crate::Tid;
 use crate::error::StackFrame;
 use crate::heap::Arena;
+use crate::hook::Hook;
 use crate::runtime::Runtime;
 
 use super::JitCode;
@@ -56,7 +56,7 @@ pub struct JitThread {
     pub rt: Arc<Runtime>,
     pub code: Arc<JitCode>,
     pub arena: Arena,
-    pub cx: Option<ThreadCx>,
+    pub hook: Hook,
     pub seeded: bool,
     frames_buf: Vec<u64>,
     inline_buf: Vec<u64>,
@@ -84,7 +84,7 @@ pub fn pack_frame(func: FuncId, call_site: SiteId) -> u64 {
 }
 
 impl JitThread {
-    pub fn new(rt: Arc<Runtime>, code: Arc<JitCode>, tid: Tid, cx: Option<ThreadCx>) -> JitThread {
+    pub fn new(rt: Arc<Runtime>, code: Arc<JitCode>, tid: Tid, hook: Hook) -> JitThread {
         let max_depth = rt.limits.max_call_depth as u64;
         let mut frames_buf = vec![0u64; rt.limits.max_call_depth + 1];
         // At least one entry, so the pointer is never dangling.
@@ -103,7 +103,7 @@ impl JitThread {
             rt,
             code,
             arena: Arena::default(),
-            cx,
+            hook,
             frames_buf,
             inline_buf,
         }

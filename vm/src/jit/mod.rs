@@ -27,7 +27,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use analyses::EventKind;
 use analyses::pass::InlineFilter;
-use analyses::thread::ThreadCx;
 use cranelift::prelude::*;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module, default_libcall_names};
@@ -36,6 +35,7 @@ use parking_lot::Mutex;
 
 use crate::Tid;
 use crate::error::ErrorKind;
+use crate::hook::Hook;
 use crate::image::Image;
 use crate::layout;
 use crate::runtime::Runtime;
@@ -297,11 +297,11 @@ pub fn run_thread(
     func: FuncId,
     args: Vec<u64>,
     site: SiteId,
-    cx: Option<ThreadCx>,
+    hook: Hook,
 ) {
     let code2 = code.clone();
     let body = move |rt: Arc<Runtime>| {
-        let mut t = JitThread::new(rt, code, tid, cx);
+        let mut t = JitThread::new(rt, code, tid, hook);
         run_entry(&mut t, func, &args, site);
     };
     let stop_all = move || code2.abort.store(true, Ordering::Relaxed);
@@ -311,9 +311,7 @@ pub fn run_thread(
 /// Thread start, the entry frame, the compiled body, thread end (the interpreter's
 /// `Interp::run_entry`).
 fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
-    if let (Some(b), Some(cx)) = (t.rt.bridge.as_ref(), t.cx.as_mut()) {
-        b.emit(cx, site, EventKind::ThreadStart);
-    }
+    t.hook.emit(site, EventKind::ThreadStart);
     t.push_entry(func, site);
     t.steps += 1;
     let entry = t.code.entries[func.index()];
@@ -326,14 +324,12 @@ fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
     // holds one slot per parameter of `func` (checked by the front end).
     let f: extern "C" fn(*mut JitThread, *const u64) = unsafe { std::mem::transmute(entry) };
     f(t as *mut JitThread, args.as_ptr());
-    if t.failed == 0 && t.cx.is_some() {
+    if t.failed == 0 && t.hook.is_on() {
         // The accesses dropped inline, accounted before `ThreadEnd` merges the counts.
         let drops = t.take_inline_drops();
         let n: u64 = drops.iter().map(|d| d.reads + d.writes).sum();
         t.code.inline_dropped.fetch_add(n, Ordering::Relaxed);
-        if let (Some(b), Some(cx)) = (t.rt.bridge.as_ref(), t.cx.as_mut()) {
-            b.chain.add_inline_drops(cx, &drops);
-            b.emit(cx, site, EventKind::ThreadEnd);
-        }
+        t.hook.add_inline_drops(&drops);
+        t.hook.emit(site, EventKind::ThreadEnd);
     }
 }

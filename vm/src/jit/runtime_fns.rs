@@ -6,7 +6,7 @@
 //! (`crate::rtops`, through [`JitThread`]'s `guest`); the other bodies mirror the
 //! interpreter's handling of the same instruction in `crate::interp` (same checks in
 //! the same order, same scheduling points, same events, same error kinds, messages
-//! and sites) over the same runtime pieces (`sync`, `sched`, `heap`, `bridge`,
+//! and sites) over the same runtime pieces (`sync`, `sched`, `heap`, `hook`,
 //! `ops`), so the tiers cannot drift apart in anything but the glue. Fallible functions set `JitThread::failed` when the thread
 //! must unwind; generated code reads it after the call.
 //!
@@ -23,7 +23,6 @@ use lang::ir::{FuncId, SiteId};
 use crate::Tid;
 use crate::bridge::ref_value;
 use crate::error::ErrorKind;
-use crate::heap;
 use crate::ops;
 use crate::sched::Stop;
 
@@ -192,15 +191,6 @@ impl Rt {
     }
 }
 
-/// Deliver an event if a chain is active (the interpreter's `emit!`).
-macro_rules! emit {
-    ($t:expr, $site:expr, $kind:expr) => {
-        if let (Some(b), Some(cx)) = ($t.rt.bridge.as_ref(), $t.cx.as_mut()) {
-            b.emit(cx, $site, $kind);
-        }
-    };
-}
-
 impl JitThread {
     /// Record a runtime error at `site` of the innermost frame and stop (the
     /// interpreter's `Interp::fail`).
@@ -231,7 +221,7 @@ impl JitThread {
             tid: self.tid as Tid,
             seeded: self.seeded,
             arena: &mut self.arena,
-            cx: &mut self.cx,
+            hook: &mut self.hook,
             stack: &stack,
         })
     }
@@ -354,7 +344,7 @@ extern "C" fn jit_fork(t: *mut JitThread, f: u64, args: *const u64, n: u64, s: u
         // SAFETY: generated code passes a stack buffer of `n` argument slots.
         let vals: Vec<u64> = unsafe { std::slice::from_raw_parts(args, n as usize) }.to_vec();
         let (rt, code) = (t.rt.clone(), t.code.clone());
-        let body = move |child, vals, cx| super::run_thread(rt, code, child, f, vals, s, cx);
+        let body = move |child, vals, hook| super::run_thread(rt, code, child, f, vals, s, hook);
         t.guest(|g| g.fork(f, vals, s, body))
     })
 }
@@ -449,15 +439,7 @@ extern "C" fn jit_volatile_read(t: *mut JitThread, o: u64, word: u64, slot: u64,
             obj: ObjId(o),
             slot: slot as u32,
         };
-        v = match (t.rt.bridge.as_ref(), t.cx.as_mut()) {
-            (Some(b), Some(cx)) => {
-                let _g = b.volatile_lock(loc);
-                let v = heap::load_volatile(o, word as usize);
-                b.emit(cx, site(s), EventKind::VolatileRead { loc });
-                v
-            }
-            _ => heap::load_volatile(o, word as usize),
-        };
+        v = t.hook.load_volatile(o, word as usize, loc, site(s));
     });
     v
 }
@@ -477,21 +459,9 @@ extern "C" fn jit_volatile_write(
             obj: ObjId(o),
             slot: slot as u32,
         };
-        match (t.rt.bridge.as_ref(), t.cx.as_mut()) {
-            (Some(b), Some(cx)) => {
-                let _g = b.volatile_lock(loc);
-                heap::store_volatile(o, word as usize, v);
-                b.emit(
-                    cx,
-                    site(s),
-                    EventKind::VolatileWrite {
-                        loc,
-                        value: ref_value(is_ref != 0, v),
-                    },
-                );
-            }
-            _ => heap::store_volatile(o, word as usize, v),
-        }
+        let value = ref_value(is_ref != 0, v);
+        t.hook
+            .store_volatile(o, word as usize, v, loc, value, site(s));
     });
 }
 
@@ -502,7 +472,7 @@ extern "C" fn jit_ev_read(t: *mut JitThread, o: u64, slot: u64, s: u64) {
             obj: ObjId(o),
             slot: slot as u32,
         };
-        emit!(t, site(s), EventKind::Read { loc });
+        t.hook.emit(site(s), EventKind::Read { loc });
     });
 }
 
@@ -514,7 +484,7 @@ extern "C" fn jit_ev_write(t: *mut JitThread, o: u64, slot: u64, v: u64, is_ref:
             slot: slot as u32,
         };
         let value = ref_value(is_ref != 0, v);
-        emit!(t, site(s), EventKind::Write { loc, value });
+        t.hook.emit(site(s), EventKind::Write { loc, value });
     });
 }
 
@@ -523,7 +493,7 @@ extern "C" fn jit_ev_write(t: *mut JitThread, o: u64, slot: u64, v: u64, is_ref:
 extern "C" fn jit_ev_array_write(t: *mut JitThread, a: u64, i: u64, v: u64, s: u64) {
     hook(t, |t| {
         let ev = rtops::element_write(&t.rt.image, a, i, v);
-        emit!(t, site(s), ev);
+        t.hook.emit(site(s), ev);
     });
 }
 
@@ -536,9 +506,9 @@ extern "C" fn jit_ev_spec(t: *mut JitThread, which: u64, s: u64) {
             ASpec::Deterministic
         };
         if which & 2 == 0 {
-            emit!(t, site(s), EventKind::Begin { spec });
+            t.hook.emit(site(s), EventKind::Begin { spec });
         } else {
-            emit!(t, site(s), EventKind::End { spec });
+            t.hook.emit(site(s), EventKind::End { spec });
         }
     });
 }

@@ -2,7 +2,8 @@
 //! are values); a panic is the failure the fuzzer looks for.
 
 use analyses::ChainOptions;
-use analyses::trace::{analyze, parse_std};
+use analyses::offline::analyze;
+use analyses::trace::parse_std;
 use lang::ir::SourceFile;
 
 /// Every chain `trace_no_panic` runs: each analysis alone, and the filter chains.

@@ -3,13 +3,11 @@
 
 use std::sync::Arc;
 
-use analyses::chain::{Chain, ChainOptions, Shared};
-use analyses::clocks::Clocks;
-use analyses::ctx::CtxTree;
 use analyses::env::Env;
+use analyses::offline::analyze;
 use analyses::passes::make;
-use analyses::report::{Reported, Reporter, WarningKind};
-use analyses::trace::analyze;
+use analyses::report::{Reported, WarningKind};
+use analyses::{Chain, ChainOptions, Shared};
 use lang::ir::{Program, SourceFile};
 use parking_lot::Mutex;
 
@@ -61,13 +59,7 @@ pub fn run_recorded(
         sched: SchedKind::Seeded(seed),
         max_steps: MAX_STEPS,
         chain_factory: Some(Arc::new(move |env: Arc<dyn Env>| {
-            let shared = Arc::new(Shared {
-                env: env.clone(),
-                reporter: Reporter::new(),
-                ctxs: CtxTree::new(),
-                clocks: Clocks::new(),
-                options: ChainOptions::default(),
-            });
+            let shared = Shared::new(env.clone(), ChainOptions::default());
             let mut list: Vec<Box<dyn analyses::Pass>> =
                 vec![Box::new(EventLog::new(env, log2.clone()))];
             for n in &names {

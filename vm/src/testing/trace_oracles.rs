@@ -7,12 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use analyses::ChainOptions;
 use analyses::env::Env;
 use analyses::event::{Loc, OwnedEvent, OwnedKind, SiteId};
+use analyses::offline::analyze;
 use analyses::passes::hb::races;
 use analyses::report::WarningKind;
 use analyses::testing::first_flagged;
 use analyses::testing::oracle_atomicity::atomicity_first_violation;
 use analyses::testing::oracle_singletrack::{conflicts, serializability_first_violation};
-use analyses::trace::{Trace, analyze};
+use analyses::trace::Trace;
 
 /// The precise detectors of property 1.
 pub const PRECISE: [&str; 3] = ["fasttrack", "djit", "goldilocks"];

@@ -281,13 +281,7 @@ pub fn logging(sched: SchedKind) -> (RunConfig, Arc<EventLog>) {
         sched,
         chain_factory: Some(Arc::new(move |env: Arc<dyn Env>| {
             *l2.env.lock() = Some(env.clone());
-            let shared = Arc::new(Shared {
-                env,
-                reporter: Default::default(),
-                ctxs: analyses::ctx::CtxTree::new(),
-                clocks: analyses::clocks::Clocks::new(),
-                options: ChainOptions::default(),
-            });
+            let shared = Shared::new(env, ChainOptions::default());
             Ok(Chain::from_passes(
                 vec![Box::new(LogPass(l2.clone()))],
                 shared,

@@ -81,7 +81,6 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::chain::Shared;
 use crate::env::HeapView;
 use crate::event::{Event, EventKind, Loc, ObjId, Op, SiteId};
 use crate::filterstats::{AccessClass, Owner, SiteTable};
@@ -89,6 +88,7 @@ use crate::pass::{Flow, Local, Pass};
 use crate::passes::escape::leak::{self, Bit};
 use crate::passes::escape::loc_kind;
 use crate::report::{AccessInfo, Warning, WarningKind};
+use crate::shared::Shared;
 use crate::thread::ThreadState;
 
 use classes::{ClassTable, Status};
@@ -603,7 +603,8 @@ impl Pass for Capsule {
 
     fn stats(&self) -> Option<serde_json::Value> {
         let heap = self.shared.env.heap()?;
-        let mut v = self.sites.lock().to_json(self.shared.env.as_ref(), false);
+        let stats = self.sites.lock().stats(self.shared.env.as_ref(), false);
+        let mut v = serde_json::to_value(stats).ok()?;
         let violations: Vec<serde_json::Value> = self
             .violations
             .lock()

@@ -72,11 +72,11 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::chain::Shared;
 use crate::env::HeapView;
 use crate::event::{Event, EventKind, Loc, ObjId, Op};
 use crate::filterstats::{AccessClass, LocKind, Owner, SiteRecord, SiteTable};
 use crate::pass::{Flow, InlineDrops, InlineFilter, Local, Pass};
+use crate::shared::Shared;
 use crate::thread::ThreadState;
 
 use leak::Bit;
@@ -221,7 +221,8 @@ impl Pass for Escape {
 
     fn stats(&self) -> Option<serde_json::Value> {
         self.shared.env.heap()?;
-        Some(self.sites.lock().to_json(self.shared.env.as_ref(), true))
+        let stats = self.sites.lock().stats(self.shared.env.as_ref(), true);
+        serde_json::to_value(stats).ok()
     }
 }
 
@@ -230,10 +231,11 @@ mod tests {
     use std::sync::Arc;
 
     use super::mem::MemEnv;
-    use crate::chain::{Chain, ChainOptions};
+    use crate::chain::Chain;
     use crate::env::HeapView;
     use crate::event::{Event, EventKind, Loc, ObjId, SiteId};
     use crate::pass::{InlineDrops, InlineFilter};
+    use crate::shared::ChainOptions;
     use crate::thread::ThreadCx;
 
     /// A producer of one thread's accesses that, like the JIT, performs the chain's
@@ -316,7 +318,8 @@ mod tests {
         let env = Arc::new(MemEnv::new(true));
         let node = env.class("Node", false, &["v", "next"]);
         let holder = env.class("Holder", false, &["o"]);
-        let chain = Chain::parse(tools, env.clone(), ChainOptions::default()).expect("chain");
+        let chain =
+            crate::passes::chain(tools, env.clone(), ChainOptions::default()).expect("chain");
         let filter = chain.inline_filter();
         assert_eq!(filter, Some(InlineFilter::NotShared));
         let mut p = Producer {

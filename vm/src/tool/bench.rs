@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::{EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_WARNINGS, parse_tier};
+use super::{EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_WARNINGS, parse_tier};
 use crate::run::{DEFAULT_TOOLS, Tier};
 use measure::{Scratch, run_child};
 use summary::{BARE, ReportNumbers, Sample, Summary, summarize};

@@ -3,9 +3,9 @@
 //! the `capsule` filter, its location categories (Rhodes thesis Table 5.1) and filtered
 //! fractions (Table 5.2).
 
-use analyses::filterstats::Category;
+use analyses::filterstats::{Category, KindCategories};
 
-use super::summary::{BARE, CapsuleStats, CellSummary, KindCategories, Summary};
+use super::summary::{BARE, CapsuleStats, CellSummary, Summary};
 use super::table::Table;
 
 /// `3.21x`, `12.3x`; `-` when absent.

@@ -10,16 +10,11 @@ use analyses::ChainOptions;
 use analyses::report::render_text;
 use clap::{Args, Parser, Subcommand};
 
-use crate::infer::{
+use super::{EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_WARNINGS, parse_tier};
+use crate::run::{DEFAULT_MAX_HEAP, DEFAULT_MAX_THREADS, RunConfig, SchedKind, Tier, run_program};
+use crate::tool::infer::{
     DEFAULT_MAX_ROUNDS, InferError, capsules_path, infer, parse_capsules_file, render,
 };
-use crate::run::{DEFAULT_MAX_HEAP, DEFAULT_MAX_THREADS, RunConfig, SchedKind, Tier, run_program};
-
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_USAGE: i32 = 64;
-pub const EXIT_COMPILE: i32 = 65;
-pub const EXIT_WARNINGS: i32 = 66;
-pub const EXIT_RUNTIME: i32 = 70;
 
 /// The chain `capvm analyze` uses without `--tools`.
 const DEFAULT_ANALYZE_TOOLS: &str = "fasttrack";
@@ -50,7 +45,7 @@ enum Cmd {
     InferCapsules(InferArgs),
     /// Overhead and filter-effectiveness tables: the kernels of corpus/bench bare and
     /// under analysis chains.
-    Bench(crate::bench::BenchArgs),
+    Bench(crate::tool::bench::BenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -129,14 +124,6 @@ struct AnalyzeArgs {
     stats: bool,
 }
 
-pub fn parse_tier(s: &str) -> Result<Tier, String> {
-    match s {
-        "interp" => Ok(Tier::Interp),
-        "jit" => Ok(Tier::Jit),
-        _ => Err(format!("expected `jit` or `interp`, found `{s}`")),
-    }
-}
-
 /// `os` or `seeded:SEED`.
 pub fn parse_sched(s: &str) -> Result<SchedKind, String> {
     if s == "os" {
@@ -199,7 +186,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         },
         Cmd::Analyze(a) => cmd_analyze(a),
         Cmd::InferCapsules(a) => cmd_infer(a),
-        Cmd::Bench(a) => crate::bench::cmd_bench(a),
+        Cmd::Bench(a) => crate::tool::bench::cmd_bench(a),
     }
 }
 
@@ -258,10 +245,6 @@ fn write_report(path: &Path, report: &serde_json::Value) -> Result<(), i32> {
 }
 
 fn cmd_run(a: RunArgs) -> i32 {
-    if let Err(e) = a.tier.check_available() {
-        eprintln!("error: {e}");
-        return EXIT_USAGE;
-    }
     let capsules = match &a.capsules {
         None => None,
         Some(spec) => match capsule_names(spec, &a.file) {
@@ -284,7 +267,6 @@ fn cmd_run(a: RunArgs) -> i32 {
         max_threads: a.max_threads,
         max_heap: a.max_heap.unwrap_or(DEFAULT_MAX_HEAP),
         capture_stdout: false,
-        echo_notes: true,
         inline_filter: !a.no_inline_filter,
     };
     let out = match run_program(Arc::new(program), &cfg) {
@@ -337,10 +319,6 @@ fn capsule_names(spec: &str, file: &Path) -> Result<Vec<String>, i32> {
 }
 
 fn cmd_infer(a: InferArgs) -> i32 {
-    if let Err(e) = a.tier.check_available() {
-        eprintln!("error: {e}");
-        return EXIT_USAGE;
-    }
     let program = match compile(&a.file) {
         Ok(p) => p,
         Err(code) => return code,
@@ -396,7 +374,7 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
         }
     };
     let spec = a.tools.as_deref().unwrap_or(DEFAULT_ANALYZE_TOOLS);
-    let chain = match analyses::trace::analyze(&trace, spec, ChainOptions::default()) {
+    let chain = match analyses::offline::analyze(&trace, spec, ChainOptions::default()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");

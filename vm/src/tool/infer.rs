@@ -162,7 +162,6 @@ pub fn infer(
             chain_factory: None,
             record: None,
             capture_stdout: true,
-            echo_notes: false,
             capsules: Some(remaining.clone()),
             ..base.clone()
         };

@@ -2,9 +2,8 @@
 //! repetitions and kernels: medians per (kernel, configuration), ratios to the bare run
 //! of the same tier, geometric means over kernels (ARCHITECTURE.md "Measuring").
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
+use analyses::filterstats::{FilterStats, KindCategories, LocKind};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The configuration without analysis.
@@ -19,16 +18,9 @@ pub struct PassCounts {
     pub dropped: u64,
 }
 
-/// The capsule filter's locations of one kind (`object` or `array`): Table 5.1's
-/// categories as fractions of `total` locations, and the filtered fraction.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct KindCategories {
-    pub total: u64,
-    pub filtered: f64,
-    pub categories: BTreeMap<String, f64>,
-}
-
-/// The `capsule` pass of a run: accesses in and dropped, location categories.
+/// The `capsule` pass of a run: accesses in and dropped, the categories of its
+/// locations of kind `object` and `array` (Table 5.1's categories as fractions of the
+/// locations, and the filtered fraction).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CapsuleStats {
     pub accesses_in: u64,
@@ -66,11 +58,18 @@ impl ReportNumbers {
         let capsule = passes_json
             .iter()
             .find(|p| p.get("name").and_then(Value::as_str) == Some("capsule"))
-            .map(|p| CapsuleStats {
-                accesses_in: u(p, "accesses_in"),
-                dropped: u(p, "dropped"),
-                object: kind_categories(p.pointer("/details/locations/object")),
-                array: kind_categories(p.pointer("/details/locations/array")),
+            .map(|p| {
+                let details = p
+                    .get("details")
+                    .and_then(|d| FilterStats::deserialize(d).ok())
+                    .unwrap_or_default();
+                let kind = |k| details.locations.get(&k).cloned().unwrap_or_default();
+                CapsuleStats {
+                    accesses_in: u(p, "accesses_in"),
+                    dropped: u(p, "dropped"),
+                    object: kind(LocKind::Field),
+                    array: kind(LocKind::Array),
+                }
             });
         ReportNumbers {
             passes,
@@ -92,25 +91,6 @@ impl ReportNumbers {
         let last = self.passes.last()?;
         let checked = last.accesses_in.saturating_sub(last.dropped);
         (first > 0).then(|| checked as f64 / first as f64)
-    }
-}
-
-fn kind_categories(v: Option<&Value>) -> KindCategories {
-    let Some(v) = v else {
-        return KindCategories::default();
-    };
-    KindCategories {
-        total: v.get("total").and_then(Value::as_u64).unwrap_or(0),
-        filtered: v.get("filtered").and_then(Value::as_f64).unwrap_or(0.0),
-        categories: v
-            .get("categories")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, x)| Some((k.clone(), x.as_f64()?)))
-                    .collect()
-            })
-            .unwrap_or_default(),
     }
 }
 
