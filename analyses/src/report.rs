@@ -205,10 +205,10 @@ pub fn render_text(r: &Reported, env: &dyn Env, ctxs: &CtxTree) -> String {
         let ev = a.event.map(|e| format!(" [event {e}]")).unwrap_or_default();
         let _ = writeln!(
             s,
-            "  {role}{}{} by thread T{}{}:",
+            "  {role}{}{} by thread {}{}:",
             if role.is_empty() { "" } else { " " },
             a.op,
-            a.tid,
+            env.thread_name(a.tid),
             ev
         );
         for (j, line) in stack_lines(env, ctxs, a.site, a.ctx).iter().enumerate() {
@@ -259,6 +259,7 @@ pub fn warning_json(r: &Reported, env: &dyn Env, ctxs: &CtxTree) -> serde_json::
             let site = env.site(a.site);
             let mut o = serde_json::json!({
                 "thread": a.tid,
+                "thread_name": env.thread_name(a.tid),
                 "op": a.op,
                 "site": site.position,
                 "stack": stack_lines(env, ctxs, a.site, a.ctx),
