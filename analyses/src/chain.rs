@@ -46,6 +46,9 @@ pub struct ChainOptions {
     pub record_path: Option<std::path::PathBuf>,
     /// `--capsules C1,C2` / `inferred`: overrides the source annotations (None = use them).
     pub capsules: Option<Vec<String>>,
+    /// Fold warnings by location instead of by pair of sites (offline analysis,
+    /// where every event has a site of its own; see [`Reporter::by_location`]).
+    pub fold_by_location: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +75,11 @@ impl Chain {
     ) -> Result<Chain, ChainError> {
         let shared = Arc::new(Shared {
             env,
-            reporter: Reporter::new(),
+            reporter: if options.fold_by_location {
+                Reporter::by_location()
+            } else {
+                Reporter::new()
+            },
             ctxs: CtxTree::new(),
             clocks: Clocks::new(),
             options,
