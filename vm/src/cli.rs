@@ -1,6 +1,9 @@
 //! The `capvm` command line (ARCHITECTURE.md "Command line"). Exit codes: 0 ok,
-//! 66 warnings, 64 bad command line, 65 compile/parse error, 70 guest runtime error.
+//! 66 warnings, 64 bad command line, 65 compile/parse error, 70 guest runtime error,
+//! 74 an output could not be written (stdout, stderr, a report, trace or capsules
+//! file; the message goes to stderr when stderr itself still works).
 
+use std::cell::Cell;
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -20,6 +23,34 @@ pub const EXIT_USAGE: i32 = 64;
 pub const EXIT_COMPILE: i32 = 65;
 pub const EXIT_WARNINGS: i32 = 66;
 pub const EXIT_RUNTIME: i32 = 70;
+pub const EXIT_OUTPUT: i32 = 74;
+
+thread_local! {
+    /// A write to stderr (or clap's help to stdout) failed during this [`main`]: its
+    /// exit code becomes 74.
+    static LOST_OUTPUT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `eprint!` without the panic: a failed write is remembered for the exit code.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        note_write(std::io::Write::write_fmt(&mut std::io::stderr(), format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` without the panic (see [`say!`]).
+macro_rules! sayln {
+    ($($arg:tt)*) => {
+        say!("{}\n", format_args!($($arg)*))
+    };
+}
+
+/// Remember a failed write of this thread's [`main`] (exit 74).
+pub(crate) fn note_write(r: std::io::Result<()>) {
+    if r.is_err() {
+        LOST_OUTPUT.set(true);
+    }
+}
 
 /// The chain `capvm analyze` uses without `--tools`.
 const DEFAULT_ANALYZE_TOOLS: &str = "fasttrack";
@@ -63,8 +94,9 @@ struct InferArgs {
     /// Scheduler of every run: `os` or `seeded:SEED`.
     #[arg(long, value_name = "SCHED", value_parser = parse_sched, default_value = "os")]
     sched: SchedKind,
-    /// Give up after N runs.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ROUNDS)]
+    /// Give up after N runs (N >= 1).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ROUNDS,
+          value_parser = clap::value_parser!(u32).range(1..))]
     max_rounds: u32,
     /// Stop a run with a runtime error after N executed basic blocks in one thread.
     #[arg(long, value_name = "N")]
@@ -174,17 +206,23 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Run the command line; returns the exit code.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
+    LOST_OUTPUT.set(false);
+    let code = run_cli(args);
+    if LOST_OUTPUT.get() { EXIT_OUTPUT } else { code }
+}
+
+fn run_cli(args: impl IntoIterator<Item = OsString>) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind as K;
-            let _ = e.print();
+            note_write(e.print());
             return match e.kind() {
                 K::DisplayHelp | K::DisplayVersion => EXIT_OK,
                 _ => {
                     if !e.to_string().contains("Usage:") {
-                        eprintln!("\n{}", usage(&args));
+                        sayln!("\n{}", usage(&args));
                     }
                     EXIT_USAGE
                 }
@@ -227,7 +265,7 @@ fn compile(path: &Path) -> Result<lang::ir::Program, i32> {
     let text = match std::fs::read(path) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) => {
-            eprintln!("error: cannot read {}: {e}", path.display());
+            sayln!("error: cannot read {}: {e}", path.display());
             return Err(EXIT_COMPILE);
         }
     };
@@ -238,12 +276,12 @@ fn compile(path: &Path) -> Result<lang::ir::Program, i32> {
     match lang::compile(files.clone()) {
         Ok(c) => {
             if !c.warnings.is_empty() {
-                eprint!("{}", c.warnings.render(&files, color()));
+                say!("{}", c.warnings.render(&files, color()));
             }
             Ok(c.program)
         }
         Err(d) => {
-            eprint!("{}", d.render(&files, color()));
+            say!("{}", d.render(&files, color()));
             Err(EXIT_COMPILE)
         }
     }
@@ -252,14 +290,14 @@ fn compile(path: &Path) -> Result<lang::ir::Program, i32> {
 fn write_report(path: &Path, report: &serde_json::Value) -> Result<(), i32> {
     let text = serde_json::to_string_pretty(report).unwrap_or_default();
     std::fs::write(path, text + "\n").map_err(|e| {
-        eprintln!("error: cannot write {}: {e}", path.display());
-        EXIT_USAGE
+        sayln!("error: cannot write {}: {e}", path.display());
+        EXIT_OUTPUT
     })
 }
 
 fn cmd_run(a: RunArgs) -> i32 {
     if let Err(e) = a.tier.check_available() {
-        eprintln!("error: {e}");
+        sayln!("error: {e}");
         return EXIT_USAGE;
     }
     let capsules = match &a.capsules {
@@ -290,23 +328,26 @@ fn cmd_run(a: RunArgs) -> i32 {
     let out = match run_program(Arc::new(program), &cfg) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {e}");
+            sayln!("error: {e}");
             return EXIT_USAGE;
         }
     };
     for w in &out.warnings_text {
-        eprint!("{w}");
+        say!("{w}");
     }
     if let Some(t) = &out.error_text {
-        eprint!("{t}");
+        say!("{t}");
     }
     if a.stats {
-        eprint!("{}", out.stats_text);
+        say!("{}", out.stats_text);
     }
     if let Some(p) = &a.report
         && let Err(code) = write_report(p, &out.report)
     {
         return code;
+    }
+    for e in &out.output_errors {
+        sayln!("error: {e}");
     }
     out.exit.code()
 }
@@ -325,7 +366,7 @@ fn capsule_names(spec: &str, file: &Path) -> Result<Vec<String>, i32> {
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(parse_capsules_file(&text)),
         Err(e) => {
-            eprintln!(
+            sayln!(
                 "error: --capsules inferred: cannot read {}: {e}\n\
                  run `capvm infer-capsules {}` first",
                 path.display(),
@@ -338,7 +379,7 @@ fn capsule_names(spec: &str, file: &Path) -> Result<Vec<String>, i32> {
 
 fn cmd_infer(a: InferArgs) -> i32 {
     if let Err(e) = a.tier.check_available() {
-        eprintln!("error: {e}");
+        sayln!("error: {e}");
         return EXIT_USAGE;
     }
     let program = match compile(&a.file) {
@@ -354,28 +395,36 @@ fn cmd_infer(a: InferArgs) -> i32 {
     let inf = match infer(Arc::new(program), &base, a.max_rounds, true) {
         Ok(i) => i,
         Err(InferError::Config(e)) => {
-            eprintln!("error: {e}");
+            sayln!("error: {e}");
             return EXIT_USAGE;
         }
         Err(InferError::Runtime(text)) => {
-            eprint!("{text}");
-            eprintln!("error: infer-capsules stopped: a run ended with a runtime error");
+            say!("{text}");
+            sayln!("error: infer-capsules stopped: a run ended with a runtime error");
             return EXIT_RUNTIME;
         }
         Err(InferError::NoFixedPoint { rounds, remaining }) => {
-            eprintln!(
+            sayln!(
                 "error: no fixed point after {rounds} runs (still capsules: {}); raise --max-rounds",
                 remaining.join(", ")
             );
             return EXIT_WARNINGS;
         }
     };
-    print!("{}", render(&inf));
+    let shown = {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        write!(out, "{}", render(&inf)).and_then(|()| out.flush())
+    };
     let path = capsules_path(&a.file);
     let text: String = inf.capsules.iter().map(|c| format!("{c}\n")).collect();
     if let Err(e) = std::fs::write(&path, text) {
-        eprintln!("error: cannot write {}: {e}", path.display());
-        return EXIT_USAGE;
+        sayln!("error: cannot write {}: {e}", path.display());
+        return EXIT_OUTPUT;
+    }
+    if let Err(e) = shown {
+        sayln!("error: cannot write to stdout: {e}");
+        return EXIT_OUTPUT;
     }
     EXIT_OK
 }
@@ -384,22 +433,28 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
     let text = match std::fs::read(&a.trace) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) => {
-            eprintln!("error: cannot read {}: {e}", a.trace.display());
+            sayln!("error: cannot read {}: {e}", a.trace.display());
             return EXIT_COMPILE;
         }
     };
     let trace = match analyses::trace::parse_std(&text) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {}:{e}", a.trace.display());
+            sayln!("error: {}:{e}", a.trace.display());
             return EXIT_COMPILE;
         }
     };
     let spec = a.tools.as_deref().unwrap_or(DEFAULT_ANALYZE_TOOLS);
-    let chain = match analyses::trace::analyze(&trace, spec, ChainOptions::default()) {
+    // One warning per analysis and location: a trace gives every event a site of
+    // its own, so folding by sites would keep one warning per racy event.
+    let options = ChainOptions {
+        fold_by_location: true,
+        ..ChainOptions::default()
+    };
+    let chain = match analyses::trace::analyze(&trace, spec, options) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            sayln!("error: {e}");
             return EXIT_USAGE;
         }
     };
@@ -407,11 +462,11 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
     let env = trace.env.clone();
     let mut json = Vec::new();
     for w in &warnings {
-        eprint!("{}", render_text(w, &*env, &chain.shared.ctxs));
+        say!("{}", render_text(w, &*env, &chain.shared.ctxs));
         json.push(analyses::report::warning_json(w, &*env, &chain.shared.ctxs));
     }
     if a.stats {
-        eprint!("{}", chain.stats_text());
+        say!("{}", chain.stats_text());
     }
     if let Some(p) = &a.report {
         let report = serde_json::json!({ "warnings": json, "stats": chain.stats_json() });

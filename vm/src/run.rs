@@ -2,6 +2,7 @@
 //! benchmarks and the `capvm` binary all go through [`run_program`]). Never exits the
 //! process; the guest's stdout can be captured.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -126,6 +127,9 @@ pub enum ExitKind {
     Ok,
     Warnings,
     RuntimeError,
+    /// An output (the program's stdout, the recorded trace, a note) could not be
+    /// written; [`RunOutcome::output_errors`] says which.
+    OutputError,
 }
 
 impl ExitKind {
@@ -135,6 +139,7 @@ impl ExitKind {
             ExitKind::Ok => 0,
             ExitKind::Warnings => 66,
             ExitKind::RuntimeError => 70,
+            ExitKind::OutputError => 74,
         }
     }
 }
@@ -157,6 +162,8 @@ pub struct RunOutcome {
     pub notes: Vec<String>,
     /// Passes that ran.
     pub passes: Vec<&'static str>,
+    /// Outputs of the run that could not be written (exit 74).
+    pub output_errors: Vec<String>,
 }
 
 impl RunOutcome {
@@ -265,9 +272,12 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
     };
     let mut notes = Vec::new();
     let chain = build_chain(cfg, env.clone(), &mut notes)?;
+    let mut output_errors = Vec::new();
     if cfg.echo_notes {
         for n in &notes {
-            eprintln!("{n}");
+            if let Err(e) = writeln!(std::io::stderr(), "{n}") {
+                output_errors.push(format!("cannot write to stderr: {e}"));
+            }
         }
     }
     let passes = chain.pass_names();
@@ -349,8 +359,12 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         }
         stats_text = b.chain.stats_text();
         stats = b.chain.stats_json();
+        output_errors.extend(b.chain.output_errors());
     }
-    let exit = if error.is_some() {
+    output_errors.extend(rt.out.error());
+    let exit = if !output_errors.is_empty() {
+        ExitKind::OutputError
+    } else if error.is_some() {
         ExitKind::RuntimeError
     } else if !warnings.is_empty() {
         ExitKind::Warnings
@@ -369,6 +383,7 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         stats_text,
         notes,
         passes,
+        output_errors,
     })
 }
 
@@ -384,6 +399,7 @@ fn error_outcome(program: &Program, err: RuntimeError) -> RunOutcome {
         stats_text: String::new(),
         notes: Vec::new(),
         passes: Vec::new(),
+        output_errors: Vec::new(),
     }
 }
 
