@@ -445,10 +445,12 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
         }
     };
     let spec = a.tools.as_deref().unwrap_or(DEFAULT_ANALYZE_TOOLS);
-    // One warning per analysis and location: a trace gives every event a site of
-    // its own, so folding by sites would keep one warning per racy event.
+    // A recorded trace carries the program's sites: fold by sites, as the run that
+    // wrote it did (same warnings and counts). Any other trace gives every event a
+    // site of its own (its line), so folding by sites would keep one warning per racy
+    // event: fold by location instead, one warning per analysis and location.
     let options = ChainOptions {
-        fold_by_location: true,
+        fold_by_location: !trace.env.is_recorded(),
         ..ChainOptions::default()
     };
     let chain = match analyses::trace::analyze(&trace, spec, options) {
