@@ -187,6 +187,14 @@ impl Chain {
         }
     }
 
+    /// The passes' failed outputs ([`Pass::output_error`]), after [`Chain::finish`].
+    pub fn output_errors(&self) -> Vec<String> {
+        self.passes
+            .iter()
+            .filter_map(|p| p.output_error())
+            .collect()
+    }
+
     pub fn warnings(&self) -> Vec<Reported> {
         self.shared.reporter.snapshot()
     }

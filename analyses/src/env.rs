@@ -41,6 +41,10 @@ pub trait Env: Send + Sync {
     fn site(&self, site: SiteId) -> SiteInfo;
     fn method_name(&self, method: MethodId) -> String;
     fn loc_name(&self, loc: Loc) -> LocName;
+    /// How reports name thread `tid` (`T3`; a trace's own name for its threads).
+    fn thread_name(&self, tid: crate::event::Tid) -> String {
+        format!("T{tid}")
+    }
     /// A short, deterministic label for an object, lock or barrier (`o17`): the VM's
     /// allocation serial number, or the trace's own name. Used in reports and when
     /// writing traces, so seeded runs produce identical traces.

@@ -13,7 +13,11 @@ use crate::trace::Trace;
 
 /// Run the chain `chain_spec` over `trace`: one [`ThreadCx`] per thread, forks through
 /// [`Chain::fork`], every event in trace order, then [`Chain::finish`]. The returned
-/// chain holds the warnings ([`Chain::warnings`]) and statistics.
+/// chain holds the warnings ([`Chain::warnings`]) and statistics. With
+/// [`ChainOptions::fold_by_location`] (as `capvm analyze` runs it) the warnings are one
+/// per analysis and location, the first in trace order, with the number of times it
+/// was found; without it they fold by pair of sites, so a trace whose events all have
+/// sites of their own keeps every flagged event (what the oracles compare).
 pub fn analyze(
     trace: &Trace,
     chain_spec: &str,

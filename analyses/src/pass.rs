@@ -74,8 +74,14 @@ pub trait Pass: Send + Sync {
     /// specification begin/end, thread start/end. Cannot be dropped.
     fn event(&self, _t: &ThreadState, _local: &mut Local, _ev: &Event<'_>) {}
 
-    /// End of the run: report anything deferred (e.g. the `hb` oracle decides here).
+    /// End of the run: report anything deferred (e.g. `singletrack`'s last checks).
     fn finish(&self) {}
+
+    /// An output this pass writes (e.g. `record`'s trace file) that could not be
+    /// written: the message, for the command line to print and exit 74.
+    fn output_error(&self) -> Option<String> {
+        None
+    }
 
     /// Pass-specific statistics, added to `--stats` and the JSON report.
     fn stats(&self) -> Option<serde_json::Value> {

@@ -86,14 +86,18 @@ impl Warning {
             extra: BTreeMap::new(),
         }
     }
-    /// Folding key: same kind, analysis and pair of sites ⇒ one report.
-    fn fold_key(&self) -> (WarningKind, &'static str, Vec<SiteId>, String) {
+    /// Folding key: same kind, analysis and pair of sites ⇒ one report; with
+    /// `by_location`, same kind, analysis and location ⇒ one report.
+    fn fold_key(&self, by_location: bool) -> FoldKey {
+        if by_location && let Some(loc) = self.loc {
+            return FoldKey::Location(self.kind, self.analysis, loc);
+        }
         let loc = if self.accesses.is_empty() {
             self.message.clone()
         } else {
             String::new()
         };
-        (
+        FoldKey::Sites(
             self.kind,
             self.analysis,
             self.accesses.iter().map(|a| a.site).collect(),
@@ -102,33 +106,55 @@ impl Warning {
     }
 }
 
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum FoldKey {
+    Sites(WarningKind, &'static str, Vec<SiteId>, String),
+    Location(WarningKind, &'static str, Loc),
+}
+
 /// A warning as reported, with how many times it was folded.
 #[derive(Clone, Debug)]
 pub struct Reported {
     pub warning: Warning,
     pub count: u64,
+    /// Folded by location (offline analysis) rather than by pair of sites.
+    pub by_location: bool,
 }
 
-/// Collects warnings from all passes and threads; folds duplicates of the same pair of
-/// sites (keeping the first occurrence, in arrival order).
+/// Collects warnings from all passes and threads; folds duplicates (keeping the first
+/// occurrence, in arrival order, and counting the others). Two warnings are
+/// duplicates when they have the same kind, analysis and pair of sites, or, for a
+/// reporter made by [`Reporter::by_location`], the same kind, analysis and location
+/// (warnings without a location still fold by sites). Folding by location bounds the
+/// list by the number of locations, whatever the sites: a trace file gives every
+/// event a site of its own.
 #[derive(Default)]
 pub struct Reporter {
     inner: Mutex<ReporterInner>,
+    by_location: bool,
 }
 
 #[derive(Default)]
 struct ReporterInner {
     list: Vec<Reported>,
-    index: hashbrown::HashMap<(WarningKind, &'static str, Vec<SiteId>, String), usize>,
+    index: hashbrown::HashMap<FoldKey, usize>,
 }
 
 impl Reporter {
     pub fn new() -> Self {
         Self::default()
     }
+    /// A reporter that keeps one warning per kind, analysis and location.
+    pub fn by_location() -> Self {
+        Reporter {
+            by_location: true,
+            ..Self::default()
+        }
+    }
     pub fn report(&self, w: Warning) {
         let mut inner = self.inner.lock();
-        let key = w.fold_key();
+        let key = w.fold_key(self.by_location);
+        let by_location = matches!(key, FoldKey::Location(..));
         if let Some(&i) = inner.index.get(&key) {
             inner.list[i].count += 1;
             return;
@@ -138,6 +164,7 @@ impl Reporter {
         inner.list.push(Reported {
             warning: w,
             count: 1,
+            by_location,
         });
     }
     pub fn is_empty(&self) -> bool {
@@ -205,10 +232,10 @@ pub fn render_text(r: &Reported, env: &dyn Env, ctxs: &CtxTree) -> String {
         let ev = a.event.map(|e| format!(" [event {e}]")).unwrap_or_default();
         let _ = writeln!(
             s,
-            "  {role}{}{} by thread T{}{}:",
+            "  {role}{}{} by thread {}{}:",
             if role.is_empty() { "" } else { " " },
             a.op,
-            a.tid,
+            env.thread_name(a.tid),
             ev
         );
         for (j, line) in stack_lines(env, ctxs, a.site, a.ctx).iter().enumerate() {
@@ -216,7 +243,12 @@ pub fn render_text(r: &Reported, env: &dyn Env, ctxs: &CtxTree) -> String {
         }
     }
     if r.count > 1 {
-        let _ = writeln!(s, "  (reported {} times at these sites)", r.count);
+        let at = if r.by_location {
+            "on this location"
+        } else {
+            "at these sites"
+        };
+        let _ = writeln!(s, "  (reported {} times {at})", r.count);
     }
     s
 }
@@ -259,6 +291,7 @@ pub fn warning_json(r: &Reported, env: &dyn Env, ctxs: &CtxTree) -> serde_json::
             let site = env.site(a.site);
             let mut o = serde_json::json!({
                 "thread": a.tid,
+                "thread_name": env.thread_name(a.tid),
                 "op": a.op,
                 "site": site.position,
                 "stack": stack_lines(env, ctxs, a.site, a.ctx),
@@ -275,4 +308,49 @@ pub fn warning_json(r: &Reported, env: &dyn Env, ctxs: &CtxTree) -> serde_json::
         m.insert(k.clone(), v.clone());
     }
     serde_json::Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctx::CtxId;
+    use crate::event::ObjId;
+
+    fn race(slot: u32, sites: (u32, u32)) -> Warning {
+        let mut w = Warning::new(WarningKind::Race, "djit");
+        w.loc = Some(Loc {
+            obj: ObjId(1),
+            slot,
+        });
+        w.accesses = vec![
+            AccessInfo::access(0, Op::Write, SiteId(sites.0), CtxId::ROOT),
+            AccessInfo::access(1, Op::Write, SiteId(sites.1), CtxId::ROOT),
+        ];
+        w
+    }
+
+    #[test]
+    fn folding_by_sites_or_by_location() {
+        let warnings = [race(0, (1, 2)), race(0, (3, 4)), race(1, (1, 2))];
+        let by_sites = Reporter::new();
+        let by_loc = Reporter::by_location();
+        for w in &warnings {
+            by_sites.report(w.clone());
+            by_loc.report(w.clone());
+        }
+        let counts = |r: &Reporter| -> Vec<(u32, u64)> {
+            r.snapshot()
+                .iter()
+                .map(|r| (r.warning.accesses[0].site.0, r.count))
+                .collect()
+        };
+        assert_eq!(counts(&by_sites), [(1, 2), (3, 1)]);
+        assert_eq!(counts(&by_loc), [(1, 2), (1, 1)]);
+        let slots: Vec<u32> = by_loc
+            .snapshot()
+            .iter()
+            .filter_map(|r| r.warning.loc.map(|l| l.slot))
+            .collect();
+        assert_eq!(slots, [0, 1]);
+    }
 }

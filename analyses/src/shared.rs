@@ -21,7 +21,11 @@ impl Shared {
     pub fn new(env: Arc<dyn Env>, options: ChainOptions) -> Arc<Shared> {
         Arc::new(Shared {
             env,
-            reporter: Reporter::new(),
+            reporter: if options.fold_by_location {
+                Reporter::by_location()
+            } else {
+                Reporter::new()
+            },
             ctxs: CtxTree::new(),
             clocks: Clocks::new(),
             options,
@@ -38,4 +42,7 @@ pub struct ChainOptions {
     pub record_path: Option<std::path::PathBuf>,
     /// `--capsules C1,C2` / `inferred`: overrides the source annotations (None = use them).
     pub capsules: Option<Vec<String>>,
+    /// Fold warnings by location instead of by pair of sites (offline analysis,
+    /// where every event has a site of its own; see [`Reporter::by_location`]).
+    pub fold_by_location: bool,
 }

@@ -116,6 +116,9 @@ pub enum ExitKind {
     Ok,
     Warnings,
     RuntimeError,
+    /// An output (the program's stdout, the recorded trace, a note) could not be
+    /// written; [`RunOutcome::output_errors`] says which.
+    OutputError,
 }
 
 impl ExitKind {
@@ -125,6 +128,7 @@ impl ExitKind {
             ExitKind::Ok => 0,
             ExitKind::Warnings => 66,
             ExitKind::RuntimeError => 70,
+            ExitKind::OutputError => 74,
         }
     }
 }
@@ -145,6 +149,8 @@ pub struct RunOutcome {
     pub stats_text: String,
     /// Passes that ran.
     pub passes: Vec<&'static str>,
+    /// Outputs of the run that could not be written (exit 74).
+    pub output_errors: Vec<String>,
 }
 
 impl RunOutcome {
@@ -223,6 +229,7 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         None => vm_env.clone(),
     };
     let chain = build_chain(cfg, env.clone())?;
+    let mut output_errors = Vec::new();
     let passes = chain.pass_names();
     let bridge = (!chain.is_empty()).then(|| Arc::new(Bridge::new(chain, vm_env.clone())));
     let limits = Limits {
@@ -302,8 +309,12 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         }
         stats_text = b.chain.stats_text();
         stats = b.chain.stats_json();
+        output_errors.extend(b.chain.output_errors());
     }
-    let exit = if error.is_some() {
+    output_errors.extend(rt.out.error());
+    let exit = if !output_errors.is_empty() {
+        ExitKind::OutputError
+    } else if error.is_some() {
         ExitKind::RuntimeError
     } else if !warnings.is_empty() {
         ExitKind::Warnings
@@ -321,6 +332,7 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         report: serde_json::json!({ "warnings": warnings_json, "stats": stats }),
         stats_text,
         passes,
+        output_errors,
     })
 }
 
@@ -335,6 +347,7 @@ fn error_outcome(program: &Program, err: RuntimeError) -> RunOutcome {
         report: serde_json::json!({ "warnings": [], "stats": {} }),
         stats_text: String::new(),
         passes: Vec::new(),
+        output_errors: Vec::new(),
     }
 }
 

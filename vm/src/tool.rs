@@ -7,6 +7,8 @@ pub mod bench;
 pub mod cli;
 pub mod infer;
 
+use std::cell::Cell;
+
 use crate::run::Tier;
 
 pub const EXIT_OK: i32 = 0;
@@ -14,6 +16,32 @@ pub const EXIT_USAGE: i32 = 64;
 pub const EXIT_COMPILE: i32 = 65;
 pub const EXIT_WARNINGS: i32 = 66;
 pub const EXIT_RUNTIME: i32 = 70;
+/// An output (stdout, stderr, `--record`, `--report`, a `.capsules` file) could not be
+/// written (sysexits' `EX_IOERR`).
+pub const EXIT_OUTPUT: i32 = 74;
+
+thread_local! {
+    /// A write to stderr (or clap's help to stdout) failed during this [`cli::main`]: its
+    /// exit code becomes 74.
+    static LOST_OUTPUT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Remember a failed write of this thread's [`cli::main`] (exit 74).
+pub fn note_write(r: std::io::Result<()>) {
+    if r.is_err() {
+        LOST_OUTPUT.set(true);
+    }
+}
+
+/// Start a [`cli::main`]: no write has failed yet.
+pub fn reset_lost_output() {
+    LOST_OUTPUT.set(false);
+}
+
+/// Whether a write of this thread's [`cli::main`] failed.
+pub fn lost_output() -> bool {
+    LOST_OUTPUT.get()
+}
 
 /// `--tier`: `jit` or `interp`.
 pub fn parse_tier(s: &str) -> Result<Tier, String> {

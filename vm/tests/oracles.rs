@@ -7,7 +7,7 @@ use std::path::Path;
 
 use analyses::testing::{GenConfig, gen_trace};
 use lang::proggen::{ProgConfig, gen_program_seeded};
-use vm::testing::panic_oracles::{compile_no_panic, trace_no_panic};
+use vm::testing::panic_oracles::{compile_no_panic, trace_names_no_panic, trace_no_panic};
 use vm::testing::program_oracles::{
     compile, detectors_agree_on_program, filters_trace_precise, interp_vs_jit, run_recorded,
 };
@@ -133,6 +133,36 @@ fn garbage_does_not_panic() {
         trace_no_panic(&bytes).expect("trace");
         let half = bytes.len() / 2;
         trace_no_panic(&bytes[..half]).expect("half trace");
+    }
+}
+
+/// Arbitrary thread, variable and lock names (many shaped like the recorder's
+/// `o3.int[][5]`) through every detector and both report renderings; and the names
+/// that once panicked the report.
+#[test]
+fn arbitrary_names_do_not_panic() {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for k in 0..400usize {
+        let bytes: Vec<u8> = (0..16 + k % 240)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        trace_names_no_panic(&bytes).unwrap_or_else(|e| panic!("input #{k} {bytes:?}: {e}"));
+    }
+    for name in [
+        "o1.int[]",
+        "o1.int[][]",
+        "o1.[]",
+        "o1.int[]]",
+        "o1.\u{e9}]",
+        "o1.int[\u{e9}]",
+    ] {
+        let t = format!("# capvm-record v1\nT0|fork(T1)|1\nT1|w({name})|2\nT0|w({name})|3\n");
+        trace_no_panic(t.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
 

@@ -64,11 +64,6 @@ impl Record {
             inner.error = Some(format!("{}: {e}", self.path));
         }
     }
-
-    /// The first write error, if any (also printed by `finish`).
-    pub fn error(&self) -> Option<String> {
-        self.inner.lock().error.clone()
-    }
 }
 
 impl Pass for Record {
@@ -89,8 +84,19 @@ impl Pass for Record {
         {
             inner.error = Some(format!("{}: {e}", self.path));
         }
-        if let Some(e) = &inner.error {
-            eprintln!("capvm: error writing the trace: {e}");
+    }
+    /// The first write error, if any: later events were not written. Flushes first
+    /// (a run stopped by a runtime error has no `finish`).
+    fn output_error(&self) -> Option<String> {
+        let mut inner = self.inner.lock();
+        if inner.error.is_none()
+            && let Err(e) = inner.writer.flush()
+        {
+            inner.error = Some(format!("{}: {e}", self.path));
         }
+        inner
+            .error
+            .as_ref()
+            .map(|e| format!("cannot write the trace {e}"))
     }
 }

@@ -23,6 +23,10 @@ pub struct TraceEnv {
     /// Thread names by tid (`None`: tid unused).
     pub(crate) threads: Vec<Option<String>>,
     pub(crate) thread_index: HashMap<String, Tid>,
+    /// Tids `n` of the names `T<n>` anywhere in the file ([`TraceEnv::reserve_numbered`]):
+    /// other names do not take them, so `T<n>` keeps its number even when it first
+    /// appears after them.
+    pub(crate) reserved: hashbrown::HashSet<Tid>,
     pub(crate) methods: Vec<String>,
     pub(crate) method_index: HashMap<String, MethodId>,
     /// Non-numeric location tokens: site `TOKEN_SITE_BIT | k` is `site_tokens[k]`.
@@ -63,16 +67,14 @@ impl TraceEnv {
         // `T<n>` keeps its number as the tid when it is small and free, so reports
         // and re-recorded traces use the trace's own thread names; any other name
         // takes the smallest free tid.
-        let numbered = name
-            .strip_prefix('T')
-            .filter(|d| !d.is_empty() && d.len() <= 4 && d.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|d| d.parse::<usize>().ok())
-            .filter(|&n| n < MAX_NUMBERED_TID && self.threads.get(n).is_none_or(Option::is_none));
+        let numbered =
+            numbered_tid(name).filter(|&n| self.threads.get(n).is_none_or(Option::is_none));
         let t = match numbered {
             Some(n) => n,
             None => (0..)
                 .find(|&i| {
                     self.threads.get(i).is_none_or(Option::is_none)
+                        && !self.reserved.contains(&(i as Tid))
                         && !self.thread_index.contains_key(&format!("T{i}"))
                 })
                 .unwrap_or(self.threads.len()),
@@ -83,6 +85,12 @@ impl TraceEnv {
         self.threads[t] = Some(name.to_string());
         self.thread_index.insert(name.to_string(), t as Tid);
         t as Tid
+    }
+    /// Keep tid `n` free for a thread named `T<n>` that appears later in the file.
+    pub(crate) fn reserve_numbered(&mut self, name: &str) {
+        if let Some(n) = numbered_tid(name) {
+            self.reserved.insert(n as Tid);
+        }
     }
     pub(crate) fn known_thread(&self, name: &str) -> Option<Tid> {
         self.thread_index.get(name).copied()
@@ -142,6 +150,14 @@ impl TraceEnv {
     }
 }
 
+/// `n` of a thread name `T<n>` (at most four digits, below [`MAX_NUMBERED_TID`]).
+fn numbered_tid(name: &str) -> Option<usize> {
+    name.strip_prefix('T')
+        .filter(|d| !d.is_empty() && d.len() <= 4 && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse::<usize>().ok())
+        .filter(|&n| n < MAX_NUMBERED_TID)
+}
+
 /// Split a recorded name `o17.Node.next` / `o5.int[][3]` / `Main.count` into the VM's
 /// [`LocName`] parts.
 fn split_recorded(name: &str) -> LocName {
@@ -153,13 +169,18 @@ fn split_recorded(name: &str) -> LocName {
         }
         _ => (None, name),
     };
-    if let Some(open) = rest.rfind("[]")
-        && rest.ends_with(']')
-        && let Ok(i) = rest[open + 3..rest.len() - 1].parse::<u64>()
-        && rest[open + 2..].starts_with('[')
+    // `ARRAY[][INDEX]`: split at the last `[`; anything else (`int[]`, `int[]]`,
+    // `[]`, `x[][-1]`) is a plain name. Only `str` splitting, so any text is safe.
+    if let Some(body) = rest.strip_suffix(']')
+        && let Some((array, index)) = body.rsplit_once('[')
+        && array.len() > 2
+        && array.ends_with("[]")
+        && !index.is_empty()
+        && index.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(i) = index.parse::<u64>()
     {
         return LocName {
-            name: rest[..open + 2].to_string(),
+            name: array.to_string(),
             index: Some(i),
             object,
         };
@@ -195,6 +216,9 @@ impl Env for TraceEnv {
             .cloned()
             .unwrap_or_else(|| format!("m{}", method.0))
     }
+    fn thread_name(&self, tid: Tid) -> String {
+        TraceEnv::thread_name(self, tid)
+    }
     fn loc_name(&self, loc: Loc) -> LocName {
         let name = self.var_name(loc);
         if self.recorded {
@@ -228,5 +252,27 @@ mod tests {
         assert_eq!((a.name.as_str(), a.index), ("int[]", Some(3)));
         let s = split_recorded("Main.count");
         assert_eq!((s.name.as_str(), s.object), ("Main.count", None));
+    }
+
+    #[test]
+    fn malformed_recorded_names_are_plain_names() {
+        for name in [
+            "o1.int[]",
+            "o1.int[][]",
+            "o1.[]",
+            "o1.int[]]",
+            "o1.int[é]",
+            "o1.é]",
+            "o1.[][1]",
+            "o1.int[][-1]",
+            "o1.int[][99999999999999999999999]",
+            "]",
+            "o1.",
+        ] {
+            let l = split_recorded(name);
+            assert_eq!(l.index, None, "{name}");
+            let rest = name.strip_prefix("o1.").unwrap_or(name);
+            assert_eq!(l.name, rest, "{name}");
+        }
     }
 }

@@ -229,12 +229,36 @@ fn parse_comment(env: &mut TraceEnv, line_no: usize, text: &str) -> Result<(), T
     Ok(())
 }
 
+/// Reserve the tids of every `T<n>` thread name of the file (event threads and
+/// `fork`/`join` arguments), so that names read earlier do not take them. Lines that
+/// are malformed are left to the reader proper.
+fn reserve_numbered_threads(env: &mut TraceEnv, text: &str) {
+    for line in text.split('\n').map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut cols = line.split('|').map(str::trim);
+        if let Some(t) = cols.next() {
+            env.reserve_numbered(t);
+        }
+        if let Some(op) = cols.next()
+            && let Some(args) = op
+                .strip_prefix("fork(")
+                .or_else(|| op.strip_prefix("join("))
+        {
+            let child = args.split([',', ')']).next().unwrap_or("");
+            env.reserve_numbered(child.trim());
+        }
+    }
+}
+
 /// Read a trace in RAPID's STD format plus capvm's extension. Never panics; the first
 /// malformed line gives an error naming it.
 pub fn parse_std(text: &str) -> Result<Trace, TraceError> {
     let mut env = TraceEnv::default();
     let mut norm = Normalizer::new();
     let mut events = Vec::new();
+    reserve_numbered_threads(&mut env, text);
     for (i, raw) in text.split('\n').enumerate() {
         let line_no = i + 1;
         let line = raw.trim();
@@ -287,6 +311,17 @@ pub fn parse_std(text: &str) -> Result<Trace, TraceError> {
 mod tests {
     use super::*;
     use crate::event::Loc;
+
+    #[test]
+    fn numbered_threads_keep_their_number_whatever_comes_first() {
+        let t = parse_std("foo|w(V1)|1\nT0|w(V2)|2\nT1|w(V1)|3\nbar|fork(T2)|4\n").unwrap();
+        let tid = |name: &str| t.env.known_thread(name).expect(name);
+        assert_eq!((tid("T0"), tid("T1"), tid("T2")), (0, 1, 2));
+        assert!(![0, 1, 2].contains(&tid("foo")) && ![0, 1, 2].contains(&tid("bar")));
+        for name in ["foo", "T0", "T1", "T2", "bar"] {
+            assert_eq!(t.env.thread_name(tid(name)), name);
+        }
+    }
 
     #[test]
     fn reads_rapid_lines_and_inserts_thread_events() {

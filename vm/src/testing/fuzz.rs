@@ -12,7 +12,7 @@ use super::program_oracles;
 use super::trace_oracles::{detectors_agree_with_hb, renumber, specs_agree_with_bruteforce};
 
 /// Every target, by name.
-pub const TARGETS: [&str; 7] = [
+pub const TARGETS: [&str; 8] = [
     "detectors_vs_hb",
     "detectors_vs_hb_run",
     "filters_trace_precise",
@@ -20,6 +20,7 @@ pub const TARGETS: [&str; 7] = [
     "interp_vs_jit",
     "compile_no_panic",
     "trace_no_panic",
+    "trace_names_no_panic",
 ];
 
 /// Run target `name` on `data`.
@@ -32,6 +33,7 @@ pub fn replay(name: &str, data: &[u8]) -> Result<(), String> {
         "interp_vs_jit" => interp_vs_jit(data),
         "compile_no_panic" => panic_oracles::compile_no_panic(data),
         "trace_no_panic" => panic_oracles::trace_no_panic(data),
+        "trace_names_no_panic" => panic_oracles::trace_names_no_panic(data),
         other => Err(format!("unknown fuzz target `{other}`")),
     }
 }

@@ -1,5 +1,7 @@
 //! The `capvm` command line (ARCHITECTURE.md "Command line"). Exit codes: 0 ok,
-//! 66 warnings, 64 bad command line, 65 compile/parse error, 70 guest runtime error.
+//! 66 warnings, 64 bad command line, 65 compile/parse error, 70 guest runtime error,
+//! 74 an output could not be written (stdout, stderr, a report, trace or capsules
+//! file; the message goes to stderr when stderr itself still works).
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -10,11 +12,27 @@ use analyses::ChainOptions;
 use analyses::report::render_text;
 use clap::{Args, Parser, Subcommand};
 
-use super::{EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_WARNINGS, parse_tier};
+use super::{
+    EXIT_COMPILE, EXIT_OK, EXIT_OUTPUT, EXIT_RUNTIME, EXIT_USAGE, EXIT_WARNINGS, lost_output,
+    note_write, parse_tier, reset_lost_output,
+};
 use crate::run::{DEFAULT_MAX_HEAP, DEFAULT_MAX_THREADS, RunConfig, SchedKind, Tier, run_program};
 use crate::tool::infer::{
     DEFAULT_MAX_ROUNDS, InferError, capsules_path, infer, parse_capsules_file, render,
 };
+/// `eprint!` without the panic: a failed write is remembered for the exit code.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        note_write(std::io::Write::write_fmt(&mut std::io::stderr(), format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` without the panic (see [`say!`]).
+macro_rules! sayln {
+    ($($arg:tt)*) => {
+        say!("{}\n", format_args!($($arg)*))
+    };
+}
 
 /// The chain `capvm analyze` uses without `--tools`.
 const DEFAULT_ANALYZE_TOOLS: &str = "fasttrack";
@@ -58,8 +76,9 @@ struct InferArgs {
     /// Scheduler of every run: `os` or `seeded:SEED`.
     #[arg(long, value_name = "SCHED", value_parser = parse_sched, default_value = "os")]
     sched: SchedKind,
-    /// Give up after N runs.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ROUNDS)]
+    /// Give up after N runs (N >= 1).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ROUNDS,
+          value_parser = clap::value_parser!(u32).range(1..))]
     max_rounds: u32,
     /// Stop a run with a runtime error after N executed basic blocks in one thread.
     #[arg(long, value_name = "N")]
@@ -161,17 +180,23 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Run the command line; returns the exit code.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
+    reset_lost_output();
+    let code = run_cli(args);
+    if lost_output() { EXIT_OUTPUT } else { code }
+}
+
+fn run_cli(args: impl IntoIterator<Item = OsString>) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind as K;
-            let _ = e.print();
+            note_write(e.print());
             return match e.kind() {
                 K::DisplayHelp | K::DisplayVersion => EXIT_OK,
                 _ => {
                     if !e.to_string().contains("Usage:") {
-                        eprintln!("\n{}", usage(&args));
+                        sayln!("\n{}", usage(&args));
                     }
                     EXIT_USAGE
                 }
@@ -214,7 +239,7 @@ fn compile(path: &Path) -> Result<lang::ir::Program, i32> {
     let text = match std::fs::read(path) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) => {
-            eprintln!("error: cannot read {}: {e}", path.display());
+            sayln!("error: cannot read {}: {e}", path.display());
             return Err(EXIT_COMPILE);
         }
     };
@@ -225,12 +250,12 @@ fn compile(path: &Path) -> Result<lang::ir::Program, i32> {
     match lang::compile(files.clone()) {
         Ok(c) => {
             if !c.warnings.is_empty() {
-                eprint!("{}", c.warnings.render(&files, color()));
+                say!("{}", c.warnings.render(&files, color()));
             }
             Ok(c.program)
         }
         Err(d) => {
-            eprint!("{}", d.render(&files, color()));
+            say!("{}", d.render(&files, color()));
             Err(EXIT_COMPILE)
         }
     }
@@ -239,8 +264,8 @@ fn compile(path: &Path) -> Result<lang::ir::Program, i32> {
 fn write_report(path: &Path, report: &serde_json::Value) -> Result<(), i32> {
     let text = serde_json::to_string_pretty(report).unwrap_or_default();
     std::fs::write(path, text + "\n").map_err(|e| {
-        eprintln!("error: cannot write {}: {e}", path.display());
-        EXIT_USAGE
+        sayln!("error: cannot write {}: {e}", path.display());
+        EXIT_OUTPUT
     })
 }
 
@@ -272,23 +297,26 @@ fn cmd_run(a: RunArgs) -> i32 {
     let out = match run_program(Arc::new(program), &cfg) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {e}");
+            sayln!("error: {e}");
             return EXIT_USAGE;
         }
     };
     for w in &out.warnings_text {
-        eprint!("{w}");
+        say!("{w}");
     }
     if let Some(t) = &out.error_text {
-        eprint!("{t}");
+        say!("{t}");
     }
     if a.stats {
-        eprint!("{}", out.stats_text);
+        say!("{}", out.stats_text);
     }
     if let Some(p) = &a.report
         && let Err(code) = write_report(p, &out.report)
     {
         return code;
+    }
+    for e in &out.output_errors {
+        sayln!("error: {e}");
     }
     out.exit.code()
 }
@@ -307,7 +335,7 @@ fn capsule_names(spec: &str, file: &Path) -> Result<Vec<String>, i32> {
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(parse_capsules_file(&text)),
         Err(e) => {
-            eprintln!(
+            sayln!(
                 "error: --capsules inferred: cannot read {}: {e}\n\
                  run `capvm infer-capsules {}` first",
                 path.display(),
@@ -332,28 +360,36 @@ fn cmd_infer(a: InferArgs) -> i32 {
     let inf = match infer(Arc::new(program), &base, a.max_rounds, true) {
         Ok(i) => i,
         Err(InferError::Config(e)) => {
-            eprintln!("error: {e}");
+            sayln!("error: {e}");
             return EXIT_USAGE;
         }
         Err(InferError::Runtime(text)) => {
-            eprint!("{text}");
-            eprintln!("error: infer-capsules stopped: a run ended with a runtime error");
+            say!("{text}");
+            sayln!("error: infer-capsules stopped: a run ended with a runtime error");
             return EXIT_RUNTIME;
         }
         Err(InferError::NoFixedPoint { rounds, remaining }) => {
-            eprintln!(
+            sayln!(
                 "error: no fixed point after {rounds} runs (still capsules: {}); raise --max-rounds",
                 remaining.join(", ")
             );
             return EXIT_WARNINGS;
         }
     };
-    print!("{}", render(&inf));
+    let shown = {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        write!(out, "{}", render(&inf)).and_then(|()| out.flush())
+    };
     let path = capsules_path(&a.file);
     let text: String = inf.capsules.iter().map(|c| format!("{c}\n")).collect();
     if let Err(e) = std::fs::write(&path, text) {
-        eprintln!("error: cannot write {}: {e}", path.display());
-        return EXIT_USAGE;
+        sayln!("error: cannot write {}: {e}", path.display());
+        return EXIT_OUTPUT;
+    }
+    if let Err(e) = shown {
+        sayln!("error: cannot write to stdout: {e}");
+        return EXIT_OUTPUT;
     }
     EXIT_OK
 }
@@ -362,22 +398,30 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
     let text = match std::fs::read(&a.trace) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) => {
-            eprintln!("error: cannot read {}: {e}", a.trace.display());
+            sayln!("error: cannot read {}: {e}", a.trace.display());
             return EXIT_COMPILE;
         }
     };
     let trace = match analyses::trace::parse_std(&text) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {}:{e}", a.trace.display());
+            sayln!("error: {}:{e}", a.trace.display());
             return EXIT_COMPILE;
         }
     };
     let spec = a.tools.as_deref().unwrap_or(DEFAULT_ANALYZE_TOOLS);
-    let chain = match analyses::offline::analyze(&trace, spec, ChainOptions::default()) {
+    // A recorded trace carries the program's sites: fold by sites, as the run that
+    // wrote it did (same warnings and counts). Any other trace gives every event a
+    // site of its own (its line), so folding by sites would keep one warning per racy
+    // event: fold by location instead, one warning per analysis and location.
+    let options = ChainOptions {
+        fold_by_location: !trace.env.is_recorded(),
+        ..ChainOptions::default()
+    };
+    let chain = match analyses::offline::analyze(&trace, spec, options) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            sayln!("error: {e}");
             return EXIT_USAGE;
         }
     };
@@ -385,11 +429,11 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
     let env = trace.env.clone();
     let mut json = Vec::new();
     for w in &warnings {
-        eprint!("{}", render_text(w, &*env, &chain.shared.ctxs));
+        say!("{}", render_text(w, &*env, &chain.shared.ctxs));
         json.push(analyses::report::warning_json(w, &*env, &chain.shared.ctxs));
     }
     if a.stats {
-        eprint!("{}", chain.stats_text());
+        say!("{}", chain.stats_text());
     }
     if let Some(p) = &a.report {
         let report = serde_json::json!({ "warnings": json, "stats": chain.stats_json() });

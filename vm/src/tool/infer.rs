@@ -4,7 +4,7 @@
 //! thread-local objects and with them some violations), demote every class named by a
 //! `capsule-violation`, and run again until a run has no violation.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,7 +85,9 @@ impl Progress {
     fn show(&self, line: String, enabled: bool, transient: bool) {
         match &self.bar {
             Some(b) => b.set_message(line),
-            None if enabled && !transient => eprintln!("infer-capsules: {line}"),
+            None if enabled && !transient => {
+                super::note_write(writeln!(std::io::stderr(), "infer-capsules: {line}"))
+            }
             None => {}
         }
     }
