@@ -128,13 +128,32 @@ impl Chain {
             locals,
             counts,
         } = cx;
-        for ((p, local), count) in self.passes.iter().zip(locals).zip(counts) {
-            count.events_in[ord] += 1;
-            if p.access(state, local.as_mut(), ev) == Flow::Drop {
-                count.dropped += 1;
-                return;
+        for (i, p) in self.passes.iter().enumerate() {
+            counts[i].events_in[ord] += 1;
+            match p.access(state, locals[i].as_mut(), ev) {
+                Flow::Forward => {}
+                Flow::Drop => {
+                    counts[i].dropped += 1;
+                    return;
+                }
+                Flow::Local => {
+                    counts[i].dropped += 1;
+                    for (q, local) in self.passes.iter().zip(locals.iter_mut()).skip(i + 1) {
+                        if q.checks_local() {
+                            q.local_access(state, local.as_mut(), ev);
+                        }
+                    }
+                    return;
+                }
             }
         }
+    }
+
+    /// True if a pass after the first checks thread-local accesses
+    /// ([`Pass::checks_local`]): the producer's inline test must then call out for
+    /// accesses to fields of capsule objects (see [`crate::pass::InlineFilter`]).
+    pub fn checks_local(&self) -> bool {
+        self.passes.iter().skip(1).any(|p| p.checks_local())
     }
 
     /// Every event but plain accesses goes to every pass.

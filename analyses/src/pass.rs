@@ -23,6 +23,11 @@ use crate::thread::ThreadState;
 pub enum Flow {
     Forward,
     Drop,
+    /// Dropped as a thread-local access: hidden from the rest of the chain like
+    /// [`Flow::Drop`], except that the later passes that check the discipline of
+    /// thread-local accesses ([`Pass::checks_local`], `capsule`) still receive it
+    /// through [`Pass::local_access`]. Counted as dropped by the pass returning it.
+    Local,
 }
 
 /// An access test a pass asks the producer to perform inline, in place of calling
@@ -39,6 +44,11 @@ pub enum InlineFilter {
     /// which [`crate::env::HeapView::is_shared`] is false, except a `Write` of a
     /// non-null reference into a target whose
     /// [`crate::env::HeapView::is_capsule_shared`] is true (`escape`, Rhodes Fig. 4.4).
+    ///
+    /// The producer must also call out for an access to a field of an object of a
+    /// capsule class ([`crate::env::Env::is_capsule_class`]) when
+    /// [`crate::Chain::checks_local`] is true: `escape` answers [`Flow::Local`] for it
+    /// (with no later checker the chain treats that as [`Flow::Drop`]).
     NotShared,
 }
 
@@ -98,4 +108,16 @@ pub trait Pass: Send + Sync {
     /// [`InlineFilter`], delivered before the thread's `ThreadEnd`: account for them
     /// exactly as [`Pass::access`] would have (statistics only; they were dropped).
     fn inline_dropped(&self, _t: &ThreadState, _local: &mut Local, _drops: &[InlineDrops]) {}
+
+    /// True if this pass checks a property of thread-local accesses too, so that the
+    /// accesses an earlier pass drops with [`Flow::Local`] must reach
+    /// [`Pass::local_access`].
+    fn checks_local(&self) -> bool {
+        false
+    }
+
+    /// An access an earlier pass dropped with [`Flow::Local`] (only if
+    /// [`Pass::checks_local`]): check it; it stays dropped, and it is not part of
+    /// this pass's filtered stream (its counters and access statistics).
+    fn local_access(&self, _t: &ThreadState, _local: &mut Local, _ev: &Event<'_>) {}
 }

@@ -43,6 +43,8 @@
 //!   `Object` or `String`.
 //! - Nesting of statements and expressions is limited (parser `MAX_DEPTH`) so that no
 //!   input can exhaust the stack.
+//! - An array type or array creation has at most 255 dimensions (parser
+//!   `MAX_ARRAY_DIMS`, the JVM's limit); more is a compile error at the extra `[`.
 
 pub mod ir;
 
@@ -88,23 +90,18 @@ pub fn compile(files: Vec<ir::SourceFile>) -> Result<Compiled, Diagnostics> {
     }
     // A tree damaged by syntax errors is not checked (its type errors would be noise).
     if !complete || files.is_empty() {
-        return Err(finish(sink.diags));
+        return Err(sink.finish());
     }
     let mut sites = sites::SiteTable::new(&files);
     let Some(checked) = check::check(&files, decls, &mut sink, &mut sites) else {
-        return Err(finish(sink.diags));
+        return Err(sink.finish());
     };
     let (mut program, spans) = lower::lower(checked, sites);
     encapsulation::check(&mut program, &spans, &mut sink);
     Ok(Compiled {
         program,
-        warnings: finish(sink.diags),
+        warnings: sink.finish(),
     })
-}
-
-fn finish(mut d: Diagnostics) -> Diagnostics {
-    d.sort();
-    d
 }
 
 /// Convenience: read files from disk (I/O errors become diagnostics without position).

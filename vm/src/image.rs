@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 use lang::ir::{ClassId, Const, Inst, Program, Type};
 
 use crate::heap::{self, Arena, Heap};
@@ -45,10 +45,15 @@ impl Image {
         let mut arena = Arena::default();
         let mut array_types = Vec::new();
         let mut array_ids = HashMap::new();
+        // Each distinct `new` shape once: the walk below costs depth² per shape.
+        let mut shapes = HashSet::new();
         for f in &program.funcs {
             for b in &f.blocks {
                 for i in &b.insts {
                     if let Inst::NewArray { elem, dims, .. } = i {
+                        if !shapes.insert((elem, dims.len())) {
+                            continue;
+                        }
                         let mut t = Type::Array(Box::new(elem.clone()));
                         for _ in 0..dims.len() {
                             if !array_ids.contains_key(&t) {
@@ -64,6 +69,7 @@ impl Image {
                 }
             }
         }
+        drop(shapes);
         let elem_is_ref = array_types
             .iter()
             .map(|t| matches!(t, Type::Array(e) if e.is_ref()))

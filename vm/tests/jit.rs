@@ -497,8 +497,12 @@ fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
     let options = JitOptions::for_runtime(&rt);
     assert_eq!(
         options.inline_filter,
-        Some(jit::HeaderFilter::ESCAPE),
-        "`escape` first must request its inline test"
+        Some(jit::HeaderFilter {
+            capsule_fields: tools.contains("capsule"),
+            ..jit::HeaderFilter::ESCAPE
+        }),
+        "`escape` first must request its inline test, calling out for capsule fields \
+         when `capsule` follows"
     );
     let code = Arc::new(jit::compile(&image, options).expect("compile"));
     let hook = Hook::main(rt.bridge.as_ref());

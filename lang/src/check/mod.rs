@@ -58,9 +58,48 @@ struct FnState {
     kind: FuncKind,
     ret: Type,
     locals: Vec<LocalDecl>,
-    scopes: Vec<Vec<(String, crate::ir::Local)>>,
+    scopes: Scopes,
     /// One entry per enclosing loop: whether a `break` targets it.
     loops: Vec<bool>,
+}
+
+/// The locals in scope, found by name in constant time (a linear search through the
+/// scopes made checking a method with thousands of locals quadratic).
+#[derive(Default)]
+struct Scopes {
+    /// Per name, its declarations in scope, innermost last (a duplicate declaration,
+    /// already an error, shadows the earlier one until its scope ends).
+    visible: HashMap<String, Vec<crate::ir::Local>>,
+    /// Per open scope, the names it declared.
+    open: Vec<Vec<String>>,
+}
+
+impl Scopes {
+    fn push(&mut self) {
+        self.open.push(Vec::new());
+    }
+
+    fn pop(&mut self) {
+        for n in self.open.pop().unwrap_or_default() {
+            if let Some(ls) = self.visible.get_mut(&n) {
+                ls.pop();
+                if ls.is_empty() {
+                    self.visible.remove(&n);
+                }
+            }
+        }
+    }
+
+    fn declare(&mut self, name: &str, l: crate::ir::Local) {
+        self.visible.entry(name.to_string()).or_default().push(l);
+        if let Some(s) = self.open.last_mut() {
+            s.push(name.to_string());
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<crate::ir::Local> {
+        self.visible.get(name).and_then(|ls| ls.last().copied())
+    }
 }
 
 struct Checker<'a, 's> {

@@ -1,7 +1,7 @@
 //! Checking of function bodies and statements, including scopes, loop context,
 //! the `final` rule and reachability (Java's "can complete normally", simplified).
 
-use super::{Checker, FieldSym, FnState};
+use super::{Checker, FieldSym, FnState, Scopes};
 use crate::ast::{self, Block, ExprKind, Stmt, StmtKind};
 use crate::ir::{FuncId, FuncKind, Local, LocalDecl, Type};
 use crate::lexer::AssignOp;
@@ -12,10 +12,11 @@ impl Checker<'_, '_> {
     pub(super) fn check_body(&mut self, func: FuncId) -> TBody {
         let f = &self.program.funcs[func.index()];
         let decl = self.funcs[func.index()].decl.clone();
-        let mut scope = Vec::new();
+        let mut scopes = Scopes::default();
+        scopes.push();
         for (i, l) in f.locals.iter().enumerate() {
             if let Some(n) = &l.name {
-                scope.push((n.clone(), Local(i as u32)));
+                scopes.declare(n, Local(i as u32));
             }
         }
         self.cur = Some(FnState {
@@ -23,7 +24,7 @@ impl Checker<'_, '_> {
             kind: f.kind,
             ret: f.ret.clone(),
             locals: f.locals.clone(),
-            scopes: vec![scope],
+            scopes,
             loops: Vec::new(),
         });
         let (stmts, completes) = self.block(&decl.body);
@@ -51,12 +52,7 @@ impl Checker<'_, '_> {
 
     pub(super) fn lookup_local(&self, name: &str) -> Option<Local> {
         let st = self.cur.as_ref()?;
-        st.scopes
-            .iter()
-            .rev()
-            .flat_map(|s| s.iter().rev())
-            .find(|(n, _)| n == name)
-            .map(|(_, l)| *l)
+        st.scopes.lookup(name)
     }
 
     pub(super) fn local_type(&self, l: Local) -> Type {
@@ -78,17 +74,14 @@ impl Checker<'_, '_> {
             name: Some(name.name.clone()),
             ty,
         });
-        st.scopes
-            .last_mut()
-            .expect("a function has a scope")
-            .push((name.name.clone(), l));
+        st.scopes.declare(&name.name, l);
         l
     }
 
     /// A block in a new scope. Returns the statements and whether the block can
     /// complete normally.
     fn block(&mut self, b: &Block) -> (Vec<TStmt>, bool) {
-        self.st().scopes.push(Vec::new());
+        self.st().scopes.push();
         let r = self.stmts(&b.stmts);
         self.st().scopes.pop();
         r
@@ -112,7 +105,7 @@ impl Checker<'_, '_> {
 
     /// A statement as the body of `if`/`while`/`for`: its own scope.
     fn sub_stmt(&mut self, s: &Stmt) -> (Vec<TStmt>, bool) {
-        self.st().scopes.push(Vec::new());
+        self.st().scopes.push();
         let r = self.stmt(s);
         self.st().scopes.pop();
         r
@@ -179,7 +172,7 @@ impl Checker<'_, '_> {
                 update,
                 body,
             } => {
-                self.st().scopes.push(Vec::new());
+                self.st().scopes.push();
                 let mut out = Vec::new();
                 for i in init {
                     out.extend(self.stmt(i).0);

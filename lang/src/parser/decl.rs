@@ -1,6 +1,6 @@
 //! Declarations: classes, fields, constructors, methods, types.
 
-use super::{PResult, Parser};
+use super::{MAX_ARRAY_DIMS, PResult, Parser};
 use crate::ast::*;
 use crate::lexer::Tok;
 use crate::span::Span;
@@ -230,6 +230,11 @@ impl Parser<'_, '_> {
         let (base, mut span) = self.base_type()?;
         let mut dims = 0;
         while self.at(&Tok::LBracket) && self.nth(1) == &Tok::RBracket {
+            if dims == MAX_ARRAY_DIMS {
+                let at = self.span();
+                self.too_many_dims(at);
+                return Err(());
+            }
             self.bump();
             span = span.to(self.bump());
             dims += 1;

@@ -1,7 +1,7 @@
 //! Expressions: precedence climbing over Java's binary operators, unary and postfix
 //! forms, primaries and `new`.
 
-use super::{PResult, Parser};
+use super::{MAX_ARRAY_DIMS, PResult, Parser};
 use crate::ast::*;
 use crate::lexer::Tok;
 
@@ -383,6 +383,11 @@ impl Parser<'_, '_> {
         let mut dims = Vec::new();
         let mut extra = 0;
         while self.at(&Tok::LBracket) {
+            if dims.len() as u32 + extra == MAX_ARRAY_DIMS {
+                let at = self.span();
+                self.too_many_dims(at);
+                return Err(());
+            }
             self.bump();
             if self.at(&Tok::RBracket) {
                 self.bump();

@@ -19,6 +19,12 @@ use crate::span::Span;
 /// a small stack on adversarial input).
 const MAX_DEPTH: u32 = 256;
 
+/// Maximum number of dimensions of an array type or array creation, the JVM's limit
+/// (Lindholm et al., "The Java Virtual Machine Specification", §4.3.2): deeper array
+/// types are refused with a position instead of costing time and memory quadratic in
+/// their depth in every pass that builds or compares them.
+pub(crate) const MAX_ARRAY_DIMS: u32 = 255;
+
 /// The result of parsing one file.
 pub struct Parsed {
     pub classes: Vec<ClassDecl>,
@@ -193,6 +199,14 @@ impl Parser<'_, '_> {
             self.error_here(what);
             Err(())
         }
+    }
+
+    /// The error for the `[` that would open dimension `MAX_ARRAY_DIMS + 1`.
+    pub(super) fn too_many_dims(&mut self, at: Span) {
+        self.error_at(
+            at,
+            format!("too many array dimensions (limit {MAX_ARRAY_DIMS})"),
+        );
     }
 
     pub(super) fn enter(&mut self) -> PResult<()> {

@@ -19,6 +19,7 @@
 //! under `--sched seeded`.
 
 pub mod abi;
+pub mod homes;
 pub mod runtime_fns;
 pub mod translate;
 
@@ -70,6 +71,9 @@ pub struct HeaderFilter {
     pub mask: u64,
     /// Writes of reference-typed values.
     pub ref_write_mask: u64,
+    /// Never skip an access to a field of a capsule class: a later pass checks them
+    /// even on thread-local objects ([`analyses::Chain::checks_local`]).
+    pub capsule_fields: bool,
 }
 
 impl HeaderFilter {
@@ -79,6 +83,7 @@ impl HeaderFilter {
     pub const ESCAPE: HeaderFilter = HeaderFilter {
         mask: layout::SHARED_BIT,
         ref_write_mask: layout::SHARED_BIT | layout::CAPSULE_BIT,
+        capsule_fields: false,
     };
 
     /// The mask for an access writing a value of type `write` (None: a read).
@@ -105,11 +110,13 @@ impl JitOptions {
             hooks: rt.bridge.is_some(),
             seeded: rt.seeded,
             count_steps: rt.limits.max_steps != u64::MAX,
-            inline_filter: rt
-                .bridge
-                .as_ref()
-                .and_then(|b| b.chain.inline_filter())
-                .map(HeaderFilter::of),
+            inline_filter: rt.bridge.as_ref().and_then(|b| {
+                let f = HeaderFilter::of(b.chain.inline_filter()?);
+                Some(HeaderFilter {
+                    capsule_fields: b.chain.checks_local(),
+                    ..f
+                })
+            }),
         }
     }
 }

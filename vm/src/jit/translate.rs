@@ -3,8 +3,9 @@
 //! stay structurally parallel: same checks in the same order, same scheduling points,
 //! same events (see `runtime_fns` for the runtime side).
 //!
-//! Locals become Cranelift `Variable`s (i64, or f64 for doubles); `cranelift-frontend`
-//! builds SSA. Each IR block is one Cranelift block (two with `--max-steps`: a head
+//! Locals live where `homes` puts them: temporaries confined to one IR block are plain
+//! Cranelift values, the others `Variable`s (i64, or f64 for doubles) from which
+//! `cranelift-frontend` builds SSA, or stack slots in a method too big for that. Each IR block is one Cranelift block (two with `--max-steps`: a head
 //! that counts the step, then the body). Guest heap words are read and written with
 //! plain aligned 8-byte loads and stores: that is exactly what Rust's `Relaxed`
 //! atomic loads/stores compile to on x86-64, so a racy guest stays defined behaviour
@@ -29,6 +30,7 @@ use super::abi::{
     INLINE_COUNT, INLINE_OBJ, INLINE_WORDS, OFF_ABORT, OFF_DEPTH, OFF_FAILED, OFF_FRAMES,
     OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_STEPS, OFF_TID, pack_frame,
 };
+use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
 use super::{InlineSite, JitOptions};
 
@@ -106,6 +108,15 @@ pub struct Env<'a> {
     pub fn_ids: &'a [cranelift_module::FuncId],
 }
 
+/// Where a local lives during translation (see [`homes`]).
+#[derive(Clone, Copy)]
+enum Slot {
+    Var(Variable),
+    /// The value last defined in the current IR block.
+    Block(Option<Value>),
+    Stack(ir::StackSlot),
+}
+
 pub struct Translator<'a, 'b> {
     env: Env<'a>,
     module: &'a mut JITModule,
@@ -113,7 +124,7 @@ pub struct Translator<'a, 'b> {
     b: FunctionBuilder<'b>,
     fid: FuncId,
     func: &'a Function,
-    vars: Vec<Variable>,
+    vars: Vec<Slot>,
     ctx: Value,
     abort_ptr: Value,
     /// Per IR block: where edges go (step count with `--max-steps`) and the body.
@@ -180,17 +191,32 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.switch_to_block(entry);
         let params = self.b.block_params(entry).to_vec();
         self.ctx = params[0];
-        for (i, l) in func.locals.iter().enumerate() {
+        for (i, (l, home)) in func.locals.iter().zip(homes::plan(func)).enumerate() {
             let ty = cl_type(&l.ty).unwrap_or(I64);
-            let v = self.b.declare_var(ty);
-            self.vars.push(v);
+            if home == Home::Block {
+                // Defined in its block before any use: no initial value.
+                self.vars.push(Slot::Block(None));
+                continue;
+            }
             // Parameters, then zero (the interpreter zero-fills a new frame).
             let init = if i < func.num_params as usize {
                 params[1 + i]
             } else {
                 self.zero(ty)
             };
-            self.b.def_var(v, init);
+            if home == Home::Stack {
+                let ss = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    8,
+                    3,
+                ));
+                self.b.ins().stack_store(I64, init, ss, 0);
+                self.vars.push(Slot::Stack(ss));
+            } else {
+                let v = self.b.declare_var(ty);
+                self.b.def_var(v, init);
+                self.vars.push(Slot::Var(v));
+            }
         }
         self.abort_ptr = self
             .b
@@ -269,13 +295,33 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     fn use_(&mut self, l: Local) -> Value {
-        self.b.use_var(self.vars[l.index()])
+        match self.vars[l.index()] {
+            Slot::Var(v) => self.b.use_var(v),
+            Slot::Block(Some(v)) => v,
+            // `homes::plan` puts a local here only if its block defines it first.
+            Slot::Block(None) => {
+                debug_assert!(false, "block-local {l:?} used before its definition");
+                let ty = self.local_type(l);
+                self.zero(ty)
+            }
+            Slot::Stack(ss) => {
+                let ty = self.local_type(l);
+                self.b.ins().stack_load(I64, ty, ss, 0)
+            }
+        }
     }
 
     fn def(&mut self, l: Local, v: Value) {
         let want = cl_type(&self.func.locals[l.index()].ty).unwrap_or(I64);
         let v = self.coerce(v, want);
-        self.b.def_var(self.vars[l.index()], v);
+        match &mut self.vars[l.index()] {
+            Slot::Var(var) => self.b.def_var(*var, v),
+            Slot::Block(val) => *val = Some(v),
+            Slot::Stack(ss) => {
+                let ss = *ss;
+                self.b.ins().stack_store(I64, v, ss, 0);
+            }
+        }
     }
 
     /// Reinterpret the bits of `v` as `want` (i64 ↔ f64).
@@ -712,6 +758,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let fd = self.env.prog.field(field);
         let ty = self.local_type(dst);
         let word = (layout::FIELD0 + field.index as usize) as i64;
+        let filterable = self.field_filterable(field);
         self.read(
             dst,
             o,
@@ -720,7 +767,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             fd.is_volatile,
             ty,
             site,
-            true,
+            filterable,
         );
     }
 
@@ -819,6 +866,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let fd = self.env.prog.field(field);
         let v = self.use_(src);
         let word = (layout::FIELD0 + field.index as usize) as i64;
+        let filterable = self.field_filterable(field);
         self.write(
             o,
             word,
@@ -827,8 +875,17 @@ impl<'a, 'b> Translator<'a, 'b> {
             &fd.ty.clone(),
             fd.is_volatile,
             site,
-            true,
+            filterable,
         );
+    }
+
+    /// Whether an access to `field` may be dropped by the inline test: not a capsule
+    /// class's field when the chain checks those on thread-local objects too
+    /// (`HeaderFilter::capsule_fields`; CapJava has no inheritance, so the field's
+    /// class is the object's).
+    fn field_filterable(&self, field: FieldRef) -> bool {
+        let capsule_fields = self.opts().inline_filter.is_some_and(|f| f.capsule_fields);
+        !(capsule_fields && self.env.prog.class(field.class).is_capsule)
     }
 
     fn statics(&mut self) -> Value {

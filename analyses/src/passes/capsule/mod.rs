@@ -66,9 +66,13 @@
 //! target (a capsule access, or a capsule-protected object reachable by several
 //! threads), leaks the value in `escape`'s bit itself before dropping it — a no-op in
 //! the default order `escape:capsule`, and what keeps `capsule:escape` precise. When
-//! `capsule` runs after `escape` it does not see accesses `escape` drops (thread-local
-//! objects): their detection checks are skipped, which is harmless for precision since
-//! such accesses cannot take part in the first race.
+//! `capsule` runs after `escape`, the thread-local accesses `escape` drops do not reach
+//! its filter, except the accesses to fields of capsule objects: `escape` drops them
+//! as [`Flow::Local`] and this pass checks them in [`Pass::local_access`]
+//! (encapsulation, and the synchronization check that opens the capsule call's
+//! epoch), without counting them in its filter statistics; `local_checked` in its
+//! statistics says how many there were. Other thread-local accesses cannot break the
+//! capsule discipline: no other thread can reach those objects.
 //!
 //! Without a live heap (offline traces) the pass forwards every access; with a heap
 //! that has no capsule bit it treats every non-capsule object as capsule-shared.
@@ -78,6 +82,7 @@ pub mod epochs;
 pub mod frames;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -141,6 +146,8 @@ struct CapsuleLocal {
     frames: Frames,
     work: Vec<ObjId>,
     sites: SiteTable,
+    /// Accesses received through [`Pass::local_access`].
+    local_checked: u64,
 }
 
 pub struct Capsule {
@@ -149,6 +156,8 @@ pub struct Capsule {
     epochs: EpochTable,
     violations: Mutex<Vec<Violation>>,
     sites: Mutex<SiteTable>,
+    /// [`CapsuleLocal::local_checked`] of the threads that have ended.
+    local_checked: AtomicU64,
 }
 
 fn local_of(local: &mut Local) -> Option<&mut CapsuleLocal> {
@@ -174,6 +183,7 @@ impl Capsule {
             epochs: EpochTable::new(),
             violations: Mutex::new(Vec::new()),
             sites: Mutex::new(SiteTable::new()),
+            local_checked: AtomicU64::new(0),
         }
     }
 
@@ -596,8 +606,65 @@ impl Pass for Capsule {
                 }
             }
             EventKind::Alloc { obj } if self.is_capsule(heap, obj) => self.epochs.reset(obj),
-            EventKind::ThreadEnd => self.sites.lock().absorb(&mut l.sites),
+            EventKind::ThreadEnd => {
+                self.sites.lock().absorb(&mut l.sites);
+                let n = std::mem::take(&mut l.local_checked);
+                self.local_checked.fetch_add(n, Ordering::Relaxed);
+            }
             _ => {}
+        }
+    }
+
+    fn checks_local(&self) -> bool {
+        true
+    }
+
+    /// A thread-local access to a capsule's field, dropped by `escape`: the checks of
+    /// [`Pass::access`] for a capsule's field (and the leak of a demoted object), with
+    /// no filter statistics. A violating access is not forwarded (no later detector
+    /// could race on a thread-local object).
+    fn local_access(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) {
+        let Some(heap) = self.shared.env.heap() else {
+            return;
+        };
+        let Some(l) = local_of(local) else {
+            return;
+        };
+        let Some((loc, _, value)) = ev.kind.plain_access() else {
+            return;
+        };
+        let obj = loc.obj;
+        let Some(c) = heap.class_of(obj) else {
+            return;
+        };
+        l.local_checked += 1;
+        match self.status(c) {
+            Status::Capsule => {
+                match self.capsule_access(l, ev.site, obj, c) {
+                    Some(i) => match self.sync_check(t, l, i, ev) {
+                        Ok(()) => return,
+                        Err(e) => self.sync_violation(t, ev, loc, c, e),
+                    },
+                    None => self.encapsulation_violation(t, l, ev, loc, c),
+                }
+                // Demoted now, as in `access`: the object joins G with what it
+                // protected, and a written reference leaks.
+                self.leak(heap, &[obj], &mut l.work);
+                if let Some(v) = value {
+                    self.leak(heap, &[v], &mut l.work);
+                }
+            }
+            Status::Demoted => {
+                // As in `access`: joins G when next accessed; a written reference
+                // leaks into G with it.
+                if !Self::in_g(heap, obj) {
+                    self.leak(heap, &[obj], &mut l.work);
+                }
+                if let Some(v) = value {
+                    self.leak(heap, &[v], &mut l.work);
+                }
+            }
+            Status::Plain => {}
         }
     }
 
@@ -612,6 +679,7 @@ impl Pass for Capsule {
             .map(|x| serde_json::json!({"class": x.class_name, "property": x.property.as_str()}))
             .collect();
         v["violations"] = violations.into();
+        v["local_checked"] = self.local_checked.load(Ordering::Relaxed).into();
         v["mode"] = if heap.has_capsule_bit() {
             "accessibility"
         } else {

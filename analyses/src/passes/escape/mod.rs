@@ -52,11 +52,21 @@
 //! capsule-shared bit is set (only the `capsule` pass ever sets it), and `capsule`
 //! leaks in this pass's bit the references it drops (see its module doc).
 //!
+//! `capsule` also checks the capsule discipline (encapsulation, synchronization) on
+//! accesses to the fields of capsule objects, thread-local ones included: a violation
+//! is a violation whether or not the object has escaped yet. `escape` drops such an
+//! access as [`Flow::Local`]: the detectors after it still never see it (trace
+//! precision and the statistics of both filters are unchanged), but a `capsule` pass
+//! after it checks it ([`Pass::local_access`]). The other thread-local accesses need
+//! no capsule check: objects that only one thread can reach cannot take part in an
+//! unsynchronized capsule call.
+//!
 //! # Inline test
 //! As first pass of a chain, `escape` requests [`InlineFilter::NotShared`]: the JIT
 //! drops an access without a call iff `header & (1 << 40) == 0` (reads, and writes of
 //! non-reference values) or `header & (3 << 40) == 0` (reference writes); static
-//! accesses always call out. That is exactly the `Flow::Drop` case of
+//! accesses always call out, and so do accesses to fields of capsule classes when a
+//! later pass checks thread-local accesses ([`crate::Chain::checks_local`]). That is exactly the `Flow::Drop` case of
 //! [`Pass::access`], whose only other effect — the `Local` record of the access's
 //! site in the thread's table — is repeated from the JIT's per-site counts by
 //! [`Pass::inline_dropped`] before the thread ends, so the statistics are the
@@ -172,9 +182,15 @@ impl Pass for Escape {
         l.sites
             .record(ev.site, loc, kind, AccessClass::Local, owner, is_write);
         // p ∉ G → filtered, unless a later `capsule` pass must see this reference
-        // write (see "Chaining with `capsule`").
+        // write, or check this access to a capsule (see "Chaining with `capsule`").
         if value.is_some() && heap.is_capsule_shared(loc.obj) {
             return Flow::Forward;
+        }
+        if heap
+            .class_of(loc.obj)
+            .is_some_and(|c| self.shared.env.is_capsule_class(c))
+        {
+            return Flow::Local;
         }
         Flow::Drop
     }
