@@ -1,5 +1,6 @@
 //! The shared happens-before clock service (FastTrack's synchronization rules,
-//! Flanagan & Freund PLDI'09 Fig. 2; `notes/bigfoot.md` §1.5).
+//! Flanagan & Freund, PLDI'09 Fig. 2, as restated in
+//! Rhodes, *Access Classification for Race Detection Optimization*, UCSC 2019, §1.5).
 //!
 //! Every pass that needs Java happens-before reads `ThreadState::vc` instead of
 //! keeping its own clocks. The chain calls [`Clocks::apply`] once per

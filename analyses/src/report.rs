@@ -1,5 +1,5 @@
 //! Warnings and the report: one model, two renderings (ThreadSanitizer-style text on
-//! stderr, and the JSON document of ARCHITECTURE.md "Reports").
+//! stderr, and the JSON document of `docs/architecture.md` "Reports").
 
 use std::collections::BTreeMap;
 
@@ -9,7 +9,7 @@ use crate::ctx::{CtxId, CtxTree};
 use crate::env::{Env, LocName};
 use crate::event::{Loc, Op, SiteId, Tid};
 
-/// `kind` of ARCHITECTURE.md.
+/// `kind` of `docs/architecture.md` "Reports".
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub enum WarningKind {
     Race,

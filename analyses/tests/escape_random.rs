@@ -1,4 +1,4 @@
-//! Trace precision of the filters on random programs (ARCHITECTURE.md property 2):
+//! Trace precision of the filters on random programs (`docs/architecture.md`, property 2):
 //! seeded random CapJava-like programs over an in-memory heap — threads that only
 //! touch objects they obtained (allocation, field and static reads, fork, volatile
 //! publication, capsule call arguments and return values), locks, capsules used from

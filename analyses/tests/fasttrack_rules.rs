@@ -1,4 +1,4 @@
-//! FastTrack's FT2 rules (`notes/bigfoot.md` §1.5), one small trace per rule: which
+//! FastTrack's FT2 rules (Rhodes's thesis §1.5), one small trace per rule: which
 //! rule fired (the pass's statistics) and the verdict (checked against `hb` too). The
 //! synchronization rules are the chain's clock service: each has a trace here.
 

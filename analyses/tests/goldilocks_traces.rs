@@ -1,4 +1,5 @@
-//! The test traces G1–G24 of `notes/goldilocks.md` §7, run through every precise
+//! Test traces G1–G24 for the rules of Goldilocks (Elmas, Qadeer & Tasiran,
+//! MSR-TR-2006-163 §3–4) and the Fig. 3 fix, run through every precise
 //! detector and the `hb` oracle (RW mode) and through Goldilocks in TR mode.
 //!
 //! Notation: one `THREAD|OP` per line (the location column is added: the line number).

@@ -1,4 +1,5 @@
-//! The test traces of `notes/singletrack.md` §5, each with its stated verdict for
+//! Test traces for SingleTrack's two properties (Sadowski, Freund & Flanagan, ESOP'09
+//! §2), each with its stated verdict for
 //! conflict freedom (CF) and external serializability (XS), checked on the
 //! `singletrack` pass and on the brute-force oracles.
 //!

@@ -1,4 +1,4 @@
-//! Lexer: source text → tokens with spans (LANGUAGE.md "Lexical").
+//! Lexer: source text → tokens with spans (`docs/language.md` "Lexical structure").
 //!
 //! Never fails: malformed input produces an error diagnostic and lexing continues.
 

@@ -16,7 +16,7 @@
 //! `;`, `}` and member starts); if the tree is intact, name and type errors follow in
 //! the same run. [`Program::validate`](ir::Program::validate) checks the IR invariants.
 //!
-//! Language decisions where LANGUAGE.md is silent (Java's behaviour unless noted):
+//! Language decisions the language's first description left open (Java's behaviour unless noted):
 //! - `new T[n][]` (partially sized arrays) is supported: inner arrays start as `null`.
 //!   Array initialisers `{…}` and C-style declarators `int a[]` are rejected.
 //! - Unreachable statements (after `return`, `break`, `continue`, or after a

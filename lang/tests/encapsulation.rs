@@ -93,7 +93,7 @@ class Main { static void main() { C c = new C(); c.inc(); } }
 
 #[test]
 fn other_objects_of_the_class_stay_dynamic() {
-    // `other` may be `this` (LANGUAGE.md: "allowed when other == this"); so may a field
+    // `other` may be `this` (`docs/language.md`: allowed when other == this); so may a field
     // read of another object, a call's result, a local that is sometimes `this`, and a
     // parameter of a static helper (the running capsule may have passed itself).
     check(

@@ -1,4 +1,4 @@
-//! Guest runtime errors (LANGUAGE.md "Runtime errors"): the kind, the thread, the
+//! Guest runtime errors (`docs/language.md` "Runtime errors"): the kind, the thread, the
 //! source position and the CapJava call stack. They stop the whole program (exit 70).
 
 use std::fmt::Write;

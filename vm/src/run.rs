@@ -19,7 +19,7 @@ use crate::interp::run_thread;
 use crate::output::Output;
 use crate::runtime::{Limits, MAX_CALL_DEPTH, Runtime};
 
-/// The chain `capvm run` uses without `--tools` (ARCHITECTURE.md).
+/// The chain `capvm run` uses without `--tools` (`docs/architecture.md`).
 pub const DEFAULT_TOOLS: &str = "escape:capsule:singletrack:fasttrack";
 
 /// Default `--max-heap`: 4 GiB.
@@ -122,7 +122,7 @@ pub enum ExitKind {
 }
 
 impl ExitKind {
-    /// The process exit code (ARCHITECTURE.md).
+    /// The process exit code (`docs/architecture.md` "Exit codes").
     pub fn code(self) -> i32 {
         match self {
             ExitKind::Ok => 0,

@@ -1,4 +1,4 @@
-//! The benchmark kernels of `corpus/bench` (issue 8): each small kernel prints its
+//! The benchmark kernels of `corpus/bench`: each small kernel prints its
 //! expected checksum (`NAME.out`, cross-checked with Java) bare and under every chain of
 //! `capvm bench` ([`vm::tool::bench::DEFAULT_CHAINS`]), on both tiers. The kernels are race
 //! free, so every chain exits 0 except `eraser`, whose lockset discipline gives false

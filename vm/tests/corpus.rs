@@ -309,7 +309,7 @@ fn check_example(path: &Path) -> Vec<String> {
     let _ = std::fs::remove_file(&t2);
 
     // The JIT tier: same output under os and one seed, and the same trace as the
-    // interpreter under the same seed (ARCHITECTURE.md, property 5).
+    // interpreter under the same seed (`docs/architecture.md`, property 5).
     let mut traces = Vec::new();
     for tier in ["interp", "jit"] {
         let t = scratch_path(&format!("{tier}.std"));

@@ -1,4 +1,4 @@
-//! The event stream the VM delivers to the analysis chain (ARCHITECTURE.md "Events").
+//! The event stream the VM delivers to the analysis chain (`docs/architecture.md` "Events").
 
 mod common;
 

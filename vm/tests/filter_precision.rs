@@ -1,4 +1,4 @@
-//! Property 2 (ARCHITECTURE.md) on the whole corpus: for every example, bug and
+//! Property 2 (`docs/architecture.md`) on the whole corpus: for every example, bug and
 //! benchmark program (small size) under several `seeded` schedules, the chains
 //! `escape:fasttrack`, `capsule:fasttrack` and `escape:capsule:fasttrack` are trace
 //! precise. Each filtered run records its own trace; unfiltered `fasttrack` analyses

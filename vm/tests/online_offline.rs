@@ -1,4 +1,4 @@
-//! Online and offline analysis agree (issue 3): for every corpus program (examples and
+//! Online and offline analysis agree: for every corpus program (examples and
 //! bugs) under the seeded scheduler, `capvm run --record t.std --report a.json` followed
 //! by `capvm analyze t.std --report b.json` gives the same warnings — same kind,
 //! analysis, location, object, accesses (thread, op, site, call stack) and fold count.

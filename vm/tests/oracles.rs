@@ -1,4 +1,4 @@
-//! The oracles of `vm::testing` (ARCHITECTURE.md "Precision and soundness properties")
+//! The oracles of `vm::testing` (`docs/architecture.md` "Precision and soundness properties")
 //! on a fixed, seeded set of generated programs and traces, plus every saved fuzzer
 //! regression input under `fuzz/regressions/TARGET/`. `ORACLE_PROGRAMS=N` runs more
 //! programs locally.

@@ -1,5 +1,5 @@
-//! `djit`: DJIT+ with full vector clocks per location (Pozniansky & Schuster; the
-//! rules of `notes/bigfoot.md` §1.5).
+//! `djit`: DJIT+ with full vector clocks per location (Pozniansky & Schuster, PPoPP'03; the
+//! rules as Rhodes's thesis restates them, §1.5).
 //!
 //! - Handled events: plain reads and writes; synchronization is the chain's clock
 //!   service (`crate::clocks`), `C_t` is `ThreadState::vc`.

@@ -1,5 +1,6 @@
-//! `eraser`: Eraser's lockset discipline (Savage et al., TOCS'97; `notes/bigfoot.md`
-//! §1.4), in the form RAPID's lockset engine checks (`notes/slp_traces.md` §1.4), so
+//! `eraser`: Eraser's lockset discipline (Savage et al., TOCS'97; Rhodes's
+//! thesis §1.4), in the form RAPID's lockset engine checks (Kini, Mathur & Viswanathan,
+//! *Data Race Detection on Compressed Traces*, ESEC/FSE'18 §2), so
 //! that it flags exactly the variables of RAPID's `lockset_first_violation_per_variable`.
 //!
 //! - Handled events: plain reads and writes; the locks held are `ThreadState::held`.

@@ -1,5 +1,6 @@
 //! `fasttrack`: FastTrack with epochs and adaptive read state (Flanagan & Freund,
-//! PLDI'09; the revised "FT2" rules of `notes/bigfoot.md` §1.5).
+//! PLDI'09; the revised "FT2" rules of Rhodes, *Access Classification for Race
+//! Detection Optimization*, UCSC 2019, §1.5).
 //!
 //! - Handled events: plain reads and writes. Every synchronization rule (acquire,
 //!   release, fork, join, volatile read/write, wait as release + acquire, barriers)

@@ -1,5 +1,6 @@
 //! `goldilocks`: the lazy lockset algorithm of Elmas, Qadeer & Tasiran (MSR-TR-2006-163,
-//! §3 Fig. 3; `notes/goldilocks.md`), a precise happens-before detector that uses no
+//! §3 Fig. 3, *Goldilocks: Efficiently Computing the Happens-Before Relation Using
+//! Locksets*), a precise happens-before detector that uses no
 //! vector clocks.
 //!
 //! - Handled events: plain reads and writes (checks), and every synchronization event,

@@ -24,7 +24,7 @@ pub mod record;
 pub mod shadow;
 pub mod singletrack;
 
-/// Every name `--tools` accepts, in the order of ARCHITECTURE.md.
+/// Every name `--tools` accepts, in the order of `docs/architecture.md`.
 pub const NAMES: &[&str] = &[
     "escape",
     "capsule",

@@ -1,5 +1,5 @@
-//! Goldilocks' eager rules (MSR-TR-2006-163 Fig. 1, `notes/goldilocks.md` §2, with the
-//! read/write extension of §4): every synchronization event updates the lockset of
+//! Goldilocks' eager rules (Elmas, Qadeer & Tasiran, MSR-TR-2006-163 Fig. 1, with
+//! the read/write extension of §4): every synchronization event updates the lockset of
 //! every variable. Quadratic and simple: the differential oracle for the lazy
 //! `goldilocks` pass, which must produce the identical report stream.
 

@@ -34,7 +34,7 @@
 //! | `tstart`, `tend` | thread start / end |
 //!
 //! `wait` needs no operation: it is recorded as the `rel(L)` and `acq(L)` of its
-//! monitor (ARCHITECTURE.md "Events"); `notify` is no event.
+//! monitor (`docs/architecture.md` "Events"); `notify` is no event.
 //!
 //! Headers (comment lines with meaning):
 //! - `# capvm-record v1`: the trace was written by `capvm run --record`; variable

@@ -12,7 +12,7 @@
 //! - outside (a *unary* transaction, `[XS OUTSIDE]`): a fresh node n with
 //!   `last[t] → n` (program order) and `s → n`, then `last[t] = n`. If S has no live node
 //!   besides `last[t]`, the operation is merged into `last[t]` instead (every path through
-//!   n would pass through `last[t]` anyway; `notes/singletrack.md` §2.4) — unless
+//!   n would pass through `last[t]` anyway; SingleTrack, ESOP'09 §4) — unless
 //!   `last[t]` is still open (another thread runs in it), which could hide a cycle.
 //!
 //! | event | sources | afterwards |

@@ -8,7 +8,7 @@
 //! - An edge that would close a cycle is reported and *not inserted*, so the graph stays
 //!   a DAG (later cycles that need that edge are not reported: only the first cycle
 //!   through it is).
-//! - Garbage collection (`notes/singletrack.md` §2.4): a node is *open* while some thread
+//! - Garbage collection (SingleTrack, ESOP'09 §4): a node is *open* while some thread
 //!   still executes in its transaction (`holders > 0`); callers only ever add edges *into*
 //!   open nodes. A closed node without incoming edges can never gain one, so it can never
 //!   lie on a cycle: it is deleted with its out-edges, which may make its successors

@@ -1,5 +1,5 @@
-//! Generators' consumers: the oracles of ARCHITECTURE.md "Precision and soundness
-//! properties" (feature `testing`), one function per property, each returning
+//! Generators' consumers: the oracles of `docs/architecture.md` "Precision and
+//! soundness properties" (feature `testing`), one function per property, each returning
 //! `Err(description of the disagreement)`. Fuzz targets (`fuzz/`) and the seeded tests
 //! (`vm/tests/oracles.rs`) are thin wrappers over them.
 //!

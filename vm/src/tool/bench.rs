@@ -1,4 +1,4 @@
-//! `capvm bench`: overhead and filter-effectiveness tables (issue 8, ARCHITECTURE.md
+//! `capvm bench`: overhead and filter-effectiveness tables (`docs/architecture.md`
 //! "Measuring"). Every kernel of `corpus/bench` runs bare and under each chain as a child
 //! process of this executable, interleaved (rep → kernel → configuration) so machine
 //! drift cancels; each run's checksum is compared with the bare run's. Prints medians,
@@ -25,7 +25,7 @@ use crate::run::{DEFAULT_TOOLS, Tier};
 use measure::{Scratch, run_child};
 use summary::{BARE, ReportNumbers, Sample, Summary, summarize};
 
-/// The chains compared with the bare run by default (issue 8).
+/// The chains compared with the bare run by default.
 pub const DEFAULT_CHAINS: &[&str] = &[
     "djit",
     "fasttrack",

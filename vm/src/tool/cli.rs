@@ -1,4 +1,4 @@
-//! The `capvm` command line (ARCHITECTURE.md "Command line"). Exit codes: 0 ok,
+//! The `capvm` command line (`docs/architecture.md` "Command line"). Exit codes: 0 ok,
 //! 66 warnings, 64 bad command line, 65 compile/parse error, 70 guest runtime error,
 //! 74 an output could not be written (stdout, stderr, a report, trace or capsules
 //! file; the message goes to stderr when stderr itself still works).

@@ -1,5 +1,6 @@
 //! Conflict freedom (SingleTrack, Sadowski et al. ESOP'09 §2.2 / Fig. 4), with the
-//! monotonic-clock fix of `notes/singletrack.md` §6 pitfall 1.
+//! monotonic-clock fix: clocks tick at `begin` instead of resetting (the paper's reset
+//! misses a conflict between consecutive transactions of one thread).
 //!
 //! Clocks order only by the computation's own deterministic synchronization: fork, join
 //! and barriers. Locks do *not* order inside a transaction: acquire neither joins nor

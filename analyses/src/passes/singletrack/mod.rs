@@ -1,5 +1,6 @@
 //! `singletrack`: determinism checking of `deterministic` blocks and methods (Sadowski,
-//! Freund, Flanagan, ESOP'09; digest `notes/singletrack.md`).
+//! Freund, Flanagan, *SingleTrack: A Dynamic Determinism Checker for Multithreaded Programs*,
+//! ESOP'09).
 //!
 //! A *transaction* is a deterministic block's execution plus every operation of every
 //! thread forked (transitively) inside it, even after the block's `end`. Two properties:
@@ -14,7 +15,7 @@
 //!   most once (on the first cycle closed into it): one warning per violated block
 //!   instance, which the reporter folds further by sites.
 //!
-//! Design choices (`notes/singletrack.md` §2.6, marked `[D]` there):
+//! Design choices where the paper leaves room:
 //! - **Clocks** are monotonic: `begin` ticks instead of resetting (the paper's reset
 //!   misses trace C9).
 //! - **Barriers**: an episode joins the clocks of all participants and ticks each

@@ -1,6 +1,6 @@
 //! What one measured run yields (read from its `--report` JSON) and the summary over
 //! repetitions and kernels: medians per (kernel, configuration), ratios to the bare run
-//! of the same tier, geometric means over kernels (ARCHITECTURE.md "Measuring").
+//! of the same tier, geometric means over kernels (`docs/architecture.md` "Measuring").
 
 use analyses::filterstats::{FilterStats, KindCategories, LocKind};
 use serde::{Deserialize, Serialize};
