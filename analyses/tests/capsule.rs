@@ -628,6 +628,7 @@ fn location_categories_on_a_small_scenario() {
     let mut back = serde_json::to_value(&typed).expect("serialize");
     back["violations"] = d["violations"].clone();
     back["mode"] = d["mode"].clone();
+    back["local_checked"] = d["local_checked"].clone();
     assert_eq!(&back, d);
 }
 
