@@ -1,6 +1,7 @@
 //! `capvm bench` through the binary: the table's shape (never its times), the JSON and
-//! SVG outputs, bad names (exit 64) and a wrong checksum (exit 70, naming the kernel and
-//! chain).
+//! SVG outputs, bad names (exit 64), a wrong checksum (exit 70, naming the kernel and
+//! chain), runs past `--time-limit` / `--mem-limit` (`>2s` / `OOM` cells, statuses in the
+//! JSON, not failures) and unwritable outputs (exit 74).
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -315,5 +316,45 @@ fn runs_past_the_limits_show_in_their_cells_and_the_bench_goes_on() {
         "{svg}"
     );
     assert!(svg.contains(">2/4 kernels</text>"), "{svg}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn unwritable_outputs_exit_74() {
+    let dir = scratch("io");
+    std::fs::write(
+        dir.join("tiny.cj"),
+        "class Main {\n    static void main() {\n        print(\"checksum\", 42);\n    }\n}\n",
+    )
+    .unwrap();
+    let args = |extra: &[&str]| {
+        let mut v = vec!["--quick", "--chains", "fasttrack", "--reps", "1"];
+        v.extend_from_slice(extra);
+        v.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let json = dir.join("no such dir").join("b.json");
+    let mut a = args(&["--json", json.to_str().unwrap()]);
+    a.extend(["--dir".to_string(), dir.to_str().unwrap().to_string()]);
+    let out = Command::new(CAPVM).arg("bench").args(&a).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(74), "{stderr}");
+    assert!(
+        stderr.contains("cannot write") && stderr.contains("b.json"),
+        "{stderr}"
+    );
+    // The tables to a full stdout.
+    if let Ok(full) = std::fs::File::create("/dev/full") {
+        let mut a = args(&[]);
+        a.extend(["--dir".to_string(), dir.to_str().unwrap().to_string()]);
+        let out = Command::new(CAPVM)
+            .arg("bench")
+            .args(&a)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(74), "{stderr}");
+        assert!(stderr.contains("cannot write the tables"), "{stderr}");
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
