@@ -129,8 +129,9 @@ fn capsule_row(label: &str, c: &CapsuleStats) -> Vec<String> {
     row
 }
 
-/// The capsule filter of `chain`: per kernel and pooled.
-fn capsule_table(s: &Summary, chain: &str) -> String {
+/// The capsule filter of `chain`: per kernel (a kernel whose run hit a limit: the limit)
+/// and pooled.
+fn capsule_table(s: &Summary, chain: &str, limits: &Limits) -> String {
     let abbrev = ["C", "CP", "SCA", "RS", "O", "M"];
     let mut header = vec!["kernel".to_string()];
     for kind in ["obj", "arr"] {
@@ -141,8 +142,13 @@ fn capsule_table(s: &Summary, chain: &str) -> String {
     header.push("acc filt".into());
     let mut t = Table::new(header);
     for k in &s.kernels {
-        if let Some(c) = s.cell(&k.kernel, chain).and_then(|c| c.capsule.as_ref()) {
+        let Some(cell) = s.cell(&k.kernel, chain) else {
+            continue;
+        };
+        if let Some(c) = &cell.capsule {
             t.row(capsule_row(&k.kernel, c));
+        } else if let Some(mark) = cell.status.mark(limits) {
+            t.row(vec![k.kernel.clone(), mark]);
         }
     }
     if let Some(p) = s.mean(chain).and_then(|m| m.capsule_pooled.as_ref()) {
@@ -220,7 +226,7 @@ pub fn render(s: &Summary, configs: &[String], head: &str, reps: u32, limits: &L
              (C Capsule, CP Capsule-Protected, SCA Single-Capsule-Access, RS Read-Shared, O Other,\n\
              M Mixed; filt = C + CP, filtered; acc filt = accesses the capsule pass dropped)\n"
         ));
-        out.push_str(&capsule_table(s, c));
+        out.push_str(&capsule_table(s, c, limits));
     }
     out
 }
@@ -361,5 +367,37 @@ mod tests {
         assert_eq!(size_text(1536 << 20), "1536 MiB");
         assert_eq!(size_text(3 << 10), "3 KiB");
         assert_eq!(size_text(1000), "1000 bytes");
+    }
+
+    #[test]
+    fn a_limited_kernel_shows_its_limit_in_the_capsule_table() {
+        let cap = serde_json::json!({"stats": {"passes": [
+            {"name": "capsule", "accesses_in": 10, "dropped": 5, "details": {"locations": {
+                "object": {"total": 4, "filtered": 0.5, "categories": {"Capsule": 0.5, "Other": 0.5}},
+                "array": {"total": 0, "filtered": 0.0, "categories": {}}}}},
+            {"name": "fasttrack", "accesses_in": 5, "dropped": 0}]}});
+        let mut samples = vec![
+            sample("a", BARE, 1.0, serde_json::json!({})),
+            sample("a", "capsule:fasttrack", 2.0, cap.clone()),
+            sample("b", BARE, 1.0, serde_json::json!({})),
+            sample("b", "capsule:fasttrack", 9.0, cap),
+        ];
+        samples[3].status = Status::Oom;
+        let configs = vec![BARE.to_string(), "capsule:fasttrack".to_string()];
+        let kernels: Vec<String> = ["a", "b"].map(String::from).to_vec();
+        let text = render(
+            &summarize(&samples, &kernels, &configs),
+            &configs,
+            "head",
+            1,
+            &LIMITS,
+        );
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Capsule filter"))
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert!(rows.iter().any(|r| r.len() == 18 && r[0] == "a"), "{text}");
+        assert!(rows.iter().any(|r| r[..] == ["b", "OOM"]), "{text}");
     }
 }
