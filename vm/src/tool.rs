@@ -1,7 +1,7 @@
 //! The `capvm` tool on top of the runtime: the command line ([`cli`]),
 //! `capvm infer-capsules` ([`infer`]) and `capvm bench` ([`bench`]). Runtime modules
 //! never import it; `cli` dispatches to `bench` and `infer`, which import only the
-//! exit codes and argument parsers shared here.
+//! exit codes, the write helpers and the argument parsers shared here.
 
 pub mod bench;
 pub mod cli;
@@ -50,4 +50,26 @@ pub fn parse_tier(s: &str) -> Result<Tier, String> {
         "jit" => Ok(Tier::Jit),
         _ => Err(format!("expected `jit` or `interp`, found `{s}`")),
     }
+}
+
+/// Bytes with an optional binary suffix: `4096`, `512K`, `64M`, `2G` (also `KB`/`KiB`).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let upper = t.to_ascii_uppercase();
+    let body = upper
+        .strip_suffix("IB")
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper);
+    let (digits, mult) = match body.chars().last() {
+        Some('K') => (&body[..body.len() - 1], 1u64 << 10),
+        Some('M') => (&body[..body.len() - 1], 1 << 20),
+        Some('G') => (&body[..body.len() - 1], 1 << 30),
+        Some('T') => (&body[..body.len() - 1], 1 << 40),
+        _ => (body, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("expected a size like 4096, 512K, 64M or 2G, found `{s}`"))
 }

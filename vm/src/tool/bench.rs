@@ -4,7 +4,15 @@
 //! drift cancels; each run's checksum is compared with the bare run's. Prints medians,
 //! ratios to bare and geometric means over kernels.
 //!
-//! - [`measure`]: one child run (wall time, CPU time, peak RSS via `wait4`);
+//! Every run has a wall-time limit (`--time-limit`, default 60 s) and a memory limit on
+//! its resident set (`--mem-limit`, default 4 GiB): a run past one is killed, its cell
+//! shows `>60s` or `OOM`, the (kernel, configuration) is not run again in later
+//! repetitions, and the tables go on; geometric means count such cells as lower bounds
+//! and say how many kernels they cover. Any other failed run (wrong checksum, wrong
+//! exit code, a crash) is an error: bench exits 70 after printing the tables.
+//!
+//! - [`measure`]: one child run under the limits (wall time, CPU time, peak RSS via
+//!   `wait4`);
 //! - [`summary`]: report counters, medians, geometric means;
 //! - [`render`] and [`table`]: the text tables; [`plot`]: the SVG bar chart.
 
@@ -14,16 +22,26 @@ pub mod render;
 pub mod summary;
 pub mod table;
 
-use std::io::IsTerminal;
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_WARNINGS, parse_tier};
+use super::{
+    EXIT_COMPILE, EXIT_OK, EXIT_OUTPUT, EXIT_RUNTIME, EXIT_USAGE, EXIT_WARNINGS, note_write,
+    parse_size, parse_tier,
+};
 use crate::run::{DEFAULT_TOOLS, Tier};
-use measure::{Scratch, run_child};
+use measure::{Limits, Scratch, Status, run_child};
 use summary::{BARE, ReportNumbers, Sample, Summary, summarize};
+
+/// `eprintln!` without the panic: a failed write makes the exit code 74.
+fn say(line: &str) {
+    note_write(writeln!(std::io::stderr(), "{line}"));
+}
 
 /// The chains compared with the bare run by default.
 pub const DEFAULT_CHAINS: &[&str] = &[
@@ -73,6 +91,58 @@ pub struct BenchArgs {
     /// and the executable upwards].
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Wall-time limit of each run (`90`, `90s`, `1.5s`, `500ms`, `10m`): a run past it
+    /// is killed and its cell shows `>LIMIT`.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "60s")]
+    time_limit: Duration,
+    /// Memory limit of each run, on its resident set (`4G`, `512M`): a run past it is
+    /// killed and its cell shows `OOM`.
+    #[arg(long, value_name = "SIZE", value_parser = parse_mem_limit, default_value = "4G")]
+    mem_limit: u64,
+}
+
+/// `--time-limit`: seconds (`60`, `60s`, `1.5s`), milliseconds (`500ms`) or minutes
+/// (`10m`); positive.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, unit) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .map(|x| x * unit)
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .and_then(|x| Duration::try_from_secs_f64(x).ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("expected a positive time like 60, 90s, 500ms or 10m, found `{s}`"))
+}
+
+/// `--mem-limit`: a size as [`parse_size`] reads it, not zero.
+fn parse_mem_limit(s: &str) -> Result<u64, String> {
+    match parse_size(s)? {
+        0 => Err(format!(
+            "expected a positive size like 512M or 4G, found `{s}`"
+        )),
+        n => Ok(n),
+    }
+}
+
+/// A (kernel, configuration) not run again in a repetition: it hit a limit before.
+#[derive(Clone, Debug, serde::Serialize)]
+struct Skipped {
+    rep: u32,
+    kernel: String,
+    chain: String,
+    /// The limit it hit, and in which repetition.
+    status: Status,
+    hit_in_rep: u32,
 }
 
 /// A failed run: wrong checksum or unexpected exit.
@@ -114,14 +184,14 @@ impl Progress {
             Progress::Bar(pb) => pb.inc(1),
             Progress::Lines { total, done } => {
                 *done += 1;
-                eprintln!("bench [{done}/{total}] {what}: {result}");
+                say(&format!("bench [{done}/{total}] {what}: {result}"));
             }
         }
     }
     fn say(&self, line: &str) {
         match self {
             Progress::Bar(pb) => pb.println(line),
-            Progress::Lines { .. } => eprintln!("{line}"),
+            Progress::Lines { .. } => say(line),
         }
     }
     fn finish(&self) {
@@ -199,6 +269,7 @@ struct Plan {
     reps: u32,
     tier: Tier,
     quick: bool,
+    limits: Limits,
 }
 
 impl Plan {
@@ -257,6 +328,10 @@ impl Plan {
                 .unwrap_or(if a.quick { QUICK_REPS } else { FULL_REPS }),
             tier: a.tier,
             quick: a.quick,
+            limits: Limits {
+                time: a.time_limit,
+                mem_bytes: a.mem_limit,
+            },
         })
     }
 
@@ -291,7 +366,7 @@ impl Plan {
     fn head(&self) -> String {
         format!(
             "capvm bench: {} kernels ({} sizes{}), {} chains + bare, tier {}, {} rep{}, interleaved; \
-             checksum verified in every run",
+             checksum verified in every run; limits per run: {} s wall, {} RSS",
             self.kernels.len(),
             if self.quick { "small" } else { "large" },
             if self.quick { ", --quick" } else { "" },
@@ -299,111 +374,180 @@ impl Plan {
             self.tier,
             self.reps,
             if self.reps == 1 { "" } else { "s" },
+            self.limits.time.as_secs_f64(),
+            render::size_text(self.limits.mem_bytes),
         )
     }
 }
 
-/// `capvm bench …`; returns the exit code (70 if a checksum or an exit code was wrong).
+/// `capvm bench …`; returns the exit code (70 if a checksum or an exit code was wrong,
+/// 74 if `--json` or `--plot` could not be written; a failed write to stdout or stderr
+/// makes [`super::cli::main`] return 74).
 pub fn cmd_bench(a: BenchArgs) -> i32 {
     let plan = match Plan::new(&a) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {e}");
+            say(&format!("error: {e}"));
             return EXIT_USAGE;
         }
     };
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("error: cannot locate the capvm executable: {e}");
+            say(&format!("error: cannot locate the capvm executable: {e}"));
             return EXIT_RUNTIME;
         }
     };
     let scratch = match Scratch::new() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: cannot create a scratch directory: {e}");
+            say(&format!("error: cannot create a scratch directory: {e}"));
             return EXIT_RUNTIME;
         }
     };
-    let (samples, failures) = match measure_all(&plan, &exe, &scratch) {
+    let Measured {
+        samples,
+        skipped,
+        failures,
+    } = match measure_all(&plan, &exe, &scratch) {
         Ok(r) => r,
         Err(code) => return code,
     };
     let summary = summarize(&samples, &plan.kernels, &plan.configs);
-    print!(
-        "{}",
-        render::render(&summary, &plan.configs, &plan.head(), plan.reps)
+    let text = render::render(
+        &summary,
+        &plan.configs,
+        &plan.head(),
+        plan.reps,
+        &plan.limits,
     );
+    let shown = {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    };
+    if let Err(e) = shown {
+        note_write(Err(e));
+        say("error: cannot write the tables to stdout");
+    }
     let mut code = EXIT_OK;
     if let Some(p) = &a.json
-        && let Err(e) = write_json(p, &plan, &samples, &summary, &failures)
+        && let Err(e) = write_json(p, &plan, &samples, &skipped, &summary, &failures)
     {
-        eprintln!("error: cannot write {}: {e}", p.display());
-        code = EXIT_USAGE;
+        say(&format!("error: cannot write {}: {e}", p.display()));
+        code = EXIT_OUTPUT;
     }
     if let Some(p) = &a.plot
         && let Err(e) = std::fs::write(p, svg(&plan, &summary))
     {
-        eprintln!("error: cannot write {}: {e}", p.display());
-        code = EXIT_USAGE;
+        say(&format!("error: cannot write {}: {e}", p.display()));
+        code = EXIT_OUTPUT;
     }
     if !failures.is_empty() {
-        eprintln!(
+        say(&format!(
             "\nbench: {} FAILED RUN{} (the numbers above include them):",
             failures.len(),
             if failures.len() == 1 { "" } else { "S" }
-        );
+        ));
         for f in &failures {
-            eprintln!(
+            say(&format!(
                 "  rep {} kernel {} chain {}: {}",
                 f.rep + 1,
                 f.kernel,
                 f.chain,
                 f.message
-            );
+            ));
         }
         return EXIT_RUNTIME;
     }
     code
 }
 
+/// Everything the runs yield.
+struct Measured {
+    samples: Vec<Sample>,
+    skipped: Vec<Skipped>,
+    failures: Vec<Failure>,
+}
+
 /// Run the whole plan. `Err(code)` aborts: the child could not run, or it rejected the
 /// command line (64) or the kernel (65).
-fn measure_all(
-    plan: &Plan,
-    exe: &Path,
-    scratch: &Scratch,
-) -> Result<(Vec<Sample>, Vec<Failure>), i32> {
+fn measure_all(plan: &Plan, exe: &Path, scratch: &Scratch) -> Result<Measured, i32> {
     let total = u64::from(plan.reps) * plan.kernels.len() as u64 * plan.configs.len() as u64;
     let mut progress = Progress::new(total);
     let mut samples = Vec::new();
+    let mut skipped = Vec::new();
     let mut failures = Vec::new();
     let expected: Vec<Option<String>> = plan.kernels.iter().map(|k| plan.expected(k)).collect();
     let mut first_bare: Vec<Option<String>> = vec![None; plan.kernels.len()];
+    // (kernel index, configuration) → (repetition, limit) of its first limited run.
+    let mut hit: HashMap<(usize, &str), (u32, Status)> = HashMap::new();
     for rep in 0..plan.reps {
         for (ki, kernel) in plan.kernels.iter().enumerate() {
             let file = plan.file(kernel);
-            let mut reference: Option<String> = None;
+            // The checksum the chains must print: this round's bare output, or when the
+            // bare run hit a limit, an earlier bare run's or `NAME.out`.
+            let mut reference: Option<String> =
+                first_bare[ki].clone().or_else(|| expected[ki].clone());
             for chain in plan.order(rep) {
                 let what = format!("rep {}/{} {kernel} {chain}", rep + 1, plan.reps);
+                if let Some(&(first, status)) = hit.get(&(ki, chain)) {
+                    let mark = status.mark(&plan.limits).unwrap_or_default();
+                    progress.done(&what, &format!("skipped ({mark} in rep {})", first + 1));
+                    skipped.push(Skipped {
+                        rep,
+                        kernel: kernel.clone(),
+                        chain: chain.to_string(),
+                        status,
+                        hit_in_rep: first,
+                    });
+                    continue;
+                }
                 progress.start(&what);
-                let run = match run_child(exe, &file, chain, plan.tier, scratch) {
+                let run = match run_child(exe, &file, chain, plan.tier, &plan.limits, scratch) {
                     Ok(r) => r,
                     Err(e) => {
                         progress.finish();
-                        eprintln!("error: cannot run {}: {e}", exe.display());
+                        say(&format!("error: cannot run {}: {e}", exe.display()));
                         return Err(EXIT_RUNTIME);
                     }
                 };
+                let sample = Sample {
+                    rep,
+                    kernel: kernel.clone(),
+                    chain: chain.to_string(),
+                    wall_s: run.wall_s,
+                    cpu_s: run.cpu_s,
+                    max_rss_kib: run.max_rss_kib,
+                    exit: run.exit,
+                    status: run.status,
+                    report: run
+                        .report
+                        .as_ref()
+                        .map(ReportNumbers::from_report)
+                        .unwrap_or_default(),
+                };
+                if let Some(mark) = run.status.mark(&plan.limits) {
+                    // Killed: its output is partial and its exit code ours.
+                    hit.insert((ki, chain), (rep, run.status));
+                    progress.done(
+                        &what,
+                        &format!(
+                            "{mark} (killed after {:.3} s at {:.1} MiB)",
+                            run.wall_s,
+                            run.max_rss_kib as f64 / 1024.0
+                        ),
+                    );
+                    samples.push(sample);
+                    continue;
+                }
                 if let Some(code @ (EXIT_USAGE | EXIT_COMPILE)) = run.exit {
                     progress.finish();
-                    eprint!("{}", run.stderr);
-                    eprintln!(
+                    note_write(write!(std::io::stderr(), "{}", run.stderr));
+                    say(&format!(
                         "error: `capvm run {} --tools {chain} --tier {}` exited with {code}",
                         file.display(),
                         plan.tier
-                    );
+                    ));
                     return Err(code);
                 }
                 let mut problems = Vec::new();
@@ -477,31 +621,23 @@ fn measure_all(
                         run.exit.map_or_else(|| "-".into(), |c| c.to_string())
                     ),
                 );
-                samples.push(Sample {
-                    rep,
-                    kernel: kernel.clone(),
-                    chain: chain.to_string(),
-                    wall_s: run.wall_s,
-                    cpu_s: run.cpu_s,
-                    max_rss_kib: run.max_rss_kib,
-                    exit: run.exit,
-                    report: run
-                        .report
-                        .as_ref()
-                        .map(ReportNumbers::from_report)
-                        .unwrap_or_default(),
-                });
+                samples.push(sample);
             }
         }
     }
     progress.finish();
-    Ok((samples, failures))
+    Ok(Measured {
+        samples,
+        skipped,
+        failures,
+    })
 }
 
 fn write_json(
     path: &Path,
     plan: &Plan,
     samples: &[Sample],
+    skipped: &[Skipped],
     summary: &Summary,
     failures: &[Failure],
 ) -> std::io::Result<()> {
@@ -509,10 +645,13 @@ fn write_json(
         "tier": plan.tier.to_string(),
         "quick": plan.quick,
         "reps": plan.reps,
+        "time_limit_s": plan.limits.time.as_secs_f64(),
+        "mem_limit_bytes": plan.limits.mem_bytes,
         "dir": plan.dir.display().to_string(),
         "kernels": plan.kernels,
         "configs": plan.configs,
         "runs": samples,
+        "skipped": skipped,
         "summary": summary,
         "failures": failures,
     });
@@ -520,32 +659,64 @@ fn write_json(
     std::fs::write(path, text + "\n")
 }
 
-/// The slowdowns as a grouped bar chart: kernels and the geometric mean × chains.
+/// The slowdowns as a grouped bar chart: kernels and the geometric mean × chains. A
+/// cell that hit a limit is a marked lower bound; a kernel whose bare run hit one has
+/// no bars and says so under its name.
 fn svg(plan: &Plan, s: &Summary) -> String {
     let chains: Vec<String> = plan.configs[1..].to_vec();
-    let mut groups: Vec<String> = plan.kernels.clone();
-    let mut values: Vec<Vec<Option<f64>>> = plan
-        .kernels
-        .iter()
-        .map(|k| {
+    let mut groups: Vec<String> = Vec::new();
+    let mut values: Vec<Vec<plot::Bar>> = Vec::new();
+    for k in &plan.kernels {
+        let bare = s.cell(k, BARE).and_then(|b| b.status.mark(&plan.limits));
+        groups.push(match &bare {
+            Some(m) => format!("{k} (bare {m})"),
+            None => k.clone(),
+        });
+        values.push(
             chains
                 .iter()
-                .map(|c| s.cell(k, c).and_then(|x| x.slowdown))
-                .collect()
-        })
-        .collect();
+                .map(|c| match s.cell(k, c) {
+                    None => plot::Bar::default(),
+                    Some(x) => plot::Bar {
+                        value: x.slowdown,
+                        lower_bound: x.status.limited(),
+                        mark: x.status.mark(&plan.limits).filter(|_| bare.is_none()),
+                    },
+                })
+                .collect(),
+        );
+    }
     groups.push("geomean".into());
     values.push(
         chains
             .iter()
-            .map(|c| s.mean(c).and_then(|m| m.slowdown))
+            .map(|c| match s.mean(c) {
+                None => plot::Bar::default(),
+                Some(m) => {
+                    let m = &m.slowdown;
+                    let mut notes = Vec::new();
+                    if m.lower_bounds > 0 {
+                        notes.push(format!("{} at a limit", m.lower_bounds));
+                    }
+                    if m.kernels < plan.kernels.len() {
+                        notes.push(format!("{}/{} kernels", m.kernels, plan.kernels.len()));
+                    }
+                    plot::Bar {
+                        value: m.value,
+                        lower_bound: m.lower_bounds > 0,
+                        mark: (!notes.is_empty()).then(|| notes.join(", ")),
+                    }
+                }
+            })
             .collect(),
     );
     let title = format!(
-        "capvm slowdown vs bare ({} tier, {} sizes, median of {})",
+        "capvm slowdown vs bare ({} tier, {} sizes, median of {}, limits {} s / {})",
         plan.tier,
         if plan.quick { "small" } else { "large" },
-        plan.reps
+        plan.reps,
+        plan.limits.time.as_secs_f64(),
+        render::size_text(plan.limits.mem_bytes),
     );
     plot::bar_chart(&title, "slowdown (x bare)", &groups, &chains, &values)
 }
@@ -578,9 +749,27 @@ mod tests {
             reps: 3,
             tier: Tier::Jit,
             quick: true,
+            limits: Limits {
+                time: Duration::from_secs(1),
+                mem_bytes: 1 << 30,
+            },
         };
         assert_eq!(plan.order(0), ["none", "a", "b", "c"]);
         assert_eq!(plan.order(1), ["none", "b", "c", "a"]);
         assert_eq!(plan.order(3), ["none", "a", "b", "c"]);
+    }
+
+    #[test]
+    fn limits_parse() {
+        assert_eq!(parse_duration("60"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        for bad in ["0", "-1s", "x", "", "1h", "nan", "inf", "1e300"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_mem_limit("4G"), Ok(4 << 30));
+        assert!(parse_mem_limit("0").is_err() && parse_mem_limit("lots").is_err());
     }
 }

@@ -14,7 +14,7 @@ use clap::{Args, Parser, Subcommand};
 
 use super::{
     EXIT_COMPILE, EXIT_OK, EXIT_OUTPUT, EXIT_RUNTIME, EXIT_USAGE, EXIT_WARNINGS, lost_output,
-    note_write, parse_tier, reset_lost_output,
+    note_write, parse_size, parse_tier, reset_lost_output,
 };
 use crate::run::{DEFAULT_MAX_HEAP, DEFAULT_MAX_THREADS, RunConfig, SchedKind, Tier, run_program};
 use crate::tool::infer::{
@@ -154,28 +154,6 @@ pub fn parse_sched(s: &str) -> Result<SchedKind, String> {
             "expected `os` or `seeded:SEED` (SEED a non-negative integer), found `{s}`"
         )),
     }
-}
-
-/// Bytes with an optional binary suffix: `4096`, `512K`, `64M`, `2G` (also `KB`/`KiB`).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let upper = t.to_ascii_uppercase();
-    let body = upper
-        .strip_suffix("IB")
-        .or_else(|| upper.strip_suffix('B'))
-        .unwrap_or(&upper);
-    let (digits, mult) = match body.chars().last() {
-        Some('K') => (&body[..body.len() - 1], 1u64 << 10),
-        Some('M') => (&body[..body.len() - 1], 1 << 20),
-        Some('G') => (&body[..body.len() - 1], 1 << 30),
-        Some('T') => (&body[..body.len() - 1], 1 << 40),
-        _ => (body, 1),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("expected a size like 4096, 512K, 64M or 2G, found `{s}`"))
 }
 
 /// Run the command line; returns the exit code.

@@ -1,11 +1,14 @@
 //! The tables `capvm bench` prints: slowdown, peak memory and check ratio (rows
 //! configurations, columns kernels and the geometric mean), then, for each chain with
 //! the `capsule` filter, its location categories (Rhodes thesis Table 5.1) and filtered
-//! fractions (Table 5.2).
+//! fractions (Table 5.2). A cell whose run hit a limit shows it (`>60s`, `OOM`); a
+//! geometric mean says when it is a lower bound (`>`) or covers fewer kernels
+//! (`(9/10)`).
 
 use analyses::filterstats::{Category, KindCategories};
 
-use super::summary::{BARE, CapsuleStats, CellSummary, Summary};
+use super::measure::Limits;
+use super::summary::{BARE, CapsuleStats, CellSummary, Mean, Summary};
 use super::table::Table;
 
 /// `3.21x`, `12.3x`; `-` when absent.
@@ -22,16 +25,35 @@ pub fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |v| format!("{:.1}%", v * 100.0))
 }
 
+/// A geometric mean: `>` before it when it counts lower bounds, `(k/N)` after it when it
+/// covers k of the N kernels; `-` when absent.
+pub fn mean_text(m: &Mean, kernels: usize, fmt: fn(Option<f64>) -> String) -> String {
+    if m.value.is_none() {
+        return "-".into();
+    }
+    let mut t = fmt(m.value);
+    if m.lower_bounds > 0 {
+        t.insert(0, '>');
+    }
+    if m.kernels < kernels {
+        t.push_str(&format!(" ({}/{kernels})", m.kernels));
+    }
+    t
+}
+
 /// Formats one cell of a matrix.
 type CellFmt = fn(&CellSummary) -> String;
 
-/// A configuration × kernel matrix of one metric, with the geometric mean column.
+/// A configuration × kernel matrix of one metric, with the geometric mean column. A
+/// cell whose run hit a limit shows the limit.
 fn matrix(
     s: &Summary,
+    limits: &Limits,
     configs: &[&str],
     bare_label: Option<(&str, CellFmt)>,
     cell: CellFmt,
-    mean: fn(&super::summary::ChainMean) -> String,
+    mean: fn(&super::summary::ChainMean) -> &Mean,
+    fmt: fn(Option<f64>) -> String,
 ) -> String {
     let mut header = vec!["chain".to_string()];
     header.extend(s.kernels.iter().map(|k| k.kernel.clone()));
@@ -45,19 +67,34 @@ fn matrix(
             (false, _) => (c.to_string(), cell),
         };
         let mut row = vec![label];
-        row.extend(
-            s.kernels
-                .iter()
-                .map(|k| s.cell(&k.kernel, c).map_or_else(|| "-".into(), f)),
-        );
+        row.extend(s.kernels.iter().map(|k| {
+            s.cell(&k.kernel, c).map_or_else(
+                || "-".into(),
+                |x| x.status.mark(limits).unwrap_or_else(|| f(x)),
+            )
+        }));
         row.push(if bare {
             String::new()
         } else {
-            s.mean(c).map_or_else(|| "-".into(), mean)
+            s.mean(c)
+                .map_or_else(|| "-".into(), |m| mean_text(mean(m), s.kernels.len(), fmt))
         });
         t.row(row);
     }
     t.render()
+}
+
+/// `4 GiB`, `512 MiB`, `1536 KiB`: a size as given to `--mem-limit`.
+pub fn size_text(bytes: u64) -> String {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
+        format!("{} GiB", bytes >> 30)
+    } else if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes.is_multiple_of(1024) {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 /// Percent without decimals for the category columns.
@@ -92,8 +129,9 @@ fn capsule_row(label: &str, c: &CapsuleStats) -> Vec<String> {
     row
 }
 
-/// The capsule filter of `chain`: per kernel and pooled.
-fn capsule_table(s: &Summary, chain: &str) -> String {
+/// The capsule filter of `chain`: per kernel (a kernel whose run hit a limit: the limit)
+/// and pooled.
+fn capsule_table(s: &Summary, chain: &str, limits: &Limits) -> String {
     let abbrev = ["C", "CP", "SCA", "RS", "O", "M"];
     let mut header = vec!["kernel".to_string()];
     for kind in ["obj", "arr"] {
@@ -104,8 +142,13 @@ fn capsule_table(s: &Summary, chain: &str) -> String {
     header.push("acc filt".into());
     let mut t = Table::new(header);
     for k in &s.kernels {
-        if let Some(c) = s.cell(&k.kernel, chain).and_then(|c| c.capsule.as_ref()) {
+        let Some(cell) = s.cell(&k.kernel, chain) else {
+            continue;
+        };
+        if let Some(c) = &cell.capsule {
             t.row(capsule_row(&k.kernel, c));
+        } else if let Some(mark) = cell.status.mark(limits) {
+            t.row(vec![k.kernel.clone(), mark]);
         }
     }
     if let Some(p) = s.mean(chain).and_then(|m| m.capsule_pooled.as_ref()) {
@@ -116,39 +159,61 @@ fn capsule_table(s: &Summary, chain: &str) -> String {
 }
 
 /// Everything `capvm bench` prints on stdout after the runs.
-pub fn render(s: &Summary, configs: &[String], head: &str, reps: u32) -> String {
+pub fn render(s: &Summary, configs: &[String], head: &str, reps: u32, limits: &Limits) -> String {
     let configs: Vec<&str> = configs.iter().map(String::as_str).collect();
     let chains: Vec<&str> = configs.iter().copied().filter(|c| *c != BARE).collect();
     let mut out = format!("{head}\n\n");
+    let limited = s
+        .kernels
+        .iter()
+        .flat_map(|k| &k.configs)
+        .any(|c| c.status.limited());
+    if limited {
+        out.push_str(&format!(
+            "Runs that hit a limit: `{}` the time limit, `OOM` the memory limit ({}); such a\n\
+             (kernel, chain) is not run again. A geometric mean with `>` counts them at the\n\
+             limit (a lower bound); `(k/N)`: over k of the N kernels (none where bare hit a limit).\n\n",
+            super::measure::Status::TimeLimit
+                .mark(limits)
+                .unwrap_or_default(),
+            size_text(limits.mem_bytes),
+        ));
+    }
     out.push_str(&format!(
         "Slowdown vs bare, wall-clock time (median of {reps}; row `none`: bare seconds)\n"
     ));
     out.push_str(&matrix(
         s,
+        limits,
         &configs,
         Some(("none (s)", |c| format!("{:.3}", c.wall_s))),
         |c| ratio(c.slowdown),
-        |m| ratio(m.slowdown),
+        |m| &m.slowdown,
+        ratio,
     ));
     out.push_str(&format!(
         "\nPeak memory (max RSS) vs bare (median of {reps}; row `none`: bare MiB)\n"
     ));
     out.push_str(&matrix(
         s,
+        limits,
         &configs,
         Some(("none (MiB)", |c| format!("{:.1}", c.max_rss_kib / 1024.0))),
         |c| ratio(c.mem_ratio),
-        |m| ratio(m.mem_ratio),
+        |m| &m.mem_ratio,
+        ratio,
     ));
     out.push_str(
         "\nCheck ratio: accesses checked by the last pass (in - dropped) / all accesses (into pass 0)\n",
     );
     out.push_str(&matrix(
         s,
+        limits,
         &chains,
         None,
         |c| pct(c.check_ratio),
-        |m| pct(m.check_ratio),
+        |m| &m.check_ratio,
+        pct,
     ));
     let capsule_chains: Vec<&str> = chains
         .iter()
@@ -161,15 +226,21 @@ pub fn render(s: &Summary, configs: &[String], head: &str, reps: u32) -> String 
              (C Capsule, CP Capsule-Protected, SCA Single-Capsule-Access, RS Read-Shared, O Other,\n\
              M Mixed; filt = C + CP, filtered; acc filt = accesses the capsule pass dropped)\n"
         ));
-        out.push_str(&capsule_table(s, c));
+        out.push_str(&capsule_table(s, c, limits));
     }
     out
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::measure::Status;
     use super::super::summary::{ReportNumbers, Sample, summarize};
     use super::*;
+
+    const LIMITS: Limits = Limits {
+        time: std::time::Duration::from_secs(60),
+        mem_bytes: 4 << 30,
+    };
 
     fn sample(kernel: &str, chain: &str, wall: f64, report: serde_json::Value) -> Sample {
         Sample {
@@ -180,6 +251,7 @@ mod tests {
             cpu_s: wall,
             max_rss_kib: 2048,
             exit: Some(0),
+            status: Status::Finished,
             report: ReportNumbers::from_report(&report),
         }
     }
@@ -205,7 +277,7 @@ mod tests {
         ];
         let configs = vec![BARE.to_string(), "capsule:fasttrack".to_string()];
         let s = summarize(&samples, &["sor".to_string()], &configs);
-        let text = render(&s, &configs, "head", 1);
+        let text = render(&s, &configs, "head", 1, &LIMITS);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "head");
         let slow = lines
@@ -245,5 +317,87 @@ mod tests {
             ]
         );
         assert!(lines.iter().any(|l| l.starts_with("all (pooled)")));
+    }
+
+    #[test]
+    fn limited_cells_show_the_limit_and_means_say_what_they_cover() {
+        let cap = serde_json::json!({"stats": {"passes": [
+            {"name": "fasttrack", "accesses_in": 5, "dropped": 0}]}});
+        let mut samples = vec![
+            sample("a", BARE, 1.0, serde_json::json!({})),
+            sample("a", "fasttrack", 2.0, cap.clone()),
+            sample("b", BARE, 1.0, serde_json::json!({})),
+            sample("b", "fasttrack", 60.0, cap.clone()),
+            sample("c", BARE, 60.0, serde_json::json!({})),
+            sample("c", "fasttrack", 2.0, cap),
+        ];
+        samples[3].status = Status::Oom;
+        samples[4].status = Status::TimeLimit;
+        let configs = vec![BARE.to_string(), "fasttrack".to_string()];
+        let kernels: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let s = summarize(&samples, &kernels, &configs);
+        let text = render(&s, &configs, "head", 1, &LIMITS);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(text.contains("`>60s` the time limit, `OOM` the memory limit (4 GiB)"));
+        let row = |title: &str, at: usize| {
+            let t = lines.iter().position(|l| l.starts_with(title)).unwrap();
+            lines[t + at].split_whitespace().collect::<Vec<_>>()
+        };
+        assert_eq!(
+            row("Slowdown", 3),
+            ["none", "(s)", "1.000", "1.000", ">60s"]
+        );
+        // b is a lower bound (60x), c has no bare time: the mean covers a and b.
+        assert_eq!(
+            row("Slowdown", 4),
+            ["fasttrack", "2.00x", "OOM", "-", ">11.0x", "(2/3)"]
+        );
+        assert_eq!(row("Peak memory", 4)[2], "OOM");
+        assert_eq!(
+            row("Check ratio", 3),
+            ["fasttrack", "100.0%", "OOM", "100.0%", "100.0%", "(2/3)"]
+        );
+        let finished = summarize(&samples[..2], &kernels[..1], &configs);
+        assert!(!render(&finished, &configs, "head", 1, &LIMITS).contains("hit a limit"));
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size_text(4 << 30), "4 GiB");
+        assert_eq!(size_text(1536 << 20), "1536 MiB");
+        assert_eq!(size_text(3 << 10), "3 KiB");
+        assert_eq!(size_text(1000), "1000 bytes");
+    }
+
+    #[test]
+    fn a_limited_kernel_shows_its_limit_in_the_capsule_table() {
+        let cap = serde_json::json!({"stats": {"passes": [
+            {"name": "capsule", "accesses_in": 10, "dropped": 5, "details": {"locations": {
+                "object": {"total": 4, "filtered": 0.5, "categories": {"Capsule": 0.5, "Other": 0.5}},
+                "array": {"total": 0, "filtered": 0.0, "categories": {}}}}},
+            {"name": "fasttrack", "accesses_in": 5, "dropped": 0}]}});
+        let mut samples = vec![
+            sample("a", BARE, 1.0, serde_json::json!({})),
+            sample("a", "capsule:fasttrack", 2.0, cap.clone()),
+            sample("b", BARE, 1.0, serde_json::json!({})),
+            sample("b", "capsule:fasttrack", 9.0, cap),
+        ];
+        samples[3].status = Status::Oom;
+        let configs = vec![BARE.to_string(), "capsule:fasttrack".to_string()];
+        let kernels: Vec<String> = ["a", "b"].map(String::from).to_vec();
+        let text = render(
+            &summarize(&samples, &kernels, &configs),
+            &configs,
+            "head",
+            1,
+            &LIMITS,
+        );
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Capsule filter"))
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert!(rows.iter().any(|r| r.len() == 18 && r[0] == "a"), "{text}");
+        assert!(rows.iter().any(|r| r[..] == ["b", "OOM"]), "{text}");
     }
 }

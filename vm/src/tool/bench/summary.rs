@@ -1,10 +1,18 @@
 //! What one measured run yields (read from its `--report` JSON) and the summary over
 //! repetitions and kernels: medians per (kernel, configuration), ratios to the bare run
 //! of the same tier, geometric means over kernels (`docs/architecture.md` "Measuring").
+//!
+//! A run that hit a limit (`--time-limit`, `--mem-limit`) was killed, so its wall time
+//! and peak RSS are lower bounds of what a complete run would take. A cell with such a
+//! run keeps the medians (the median is monotone in each run, so it is a lower bound
+//! too) and the limit as its status; its ratios are lower bounds, and a geometric mean
+//! over them is one. A kernel whose bare run hit a limit has no ratios at all.
 
 use analyses::filterstats::{FilterStats, KindCategories, LocKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::measure::Status;
 
 /// The configuration without analysis.
 pub const BARE: &str = "none";
@@ -107,6 +115,8 @@ pub struct Sample {
     pub max_rss_kib: u64,
     /// `None` when killed by a signal.
     pub exit: Option<i32>,
+    /// Whether it ran to its end or hit a limit.
+    pub status: Status,
     pub report: ReportNumbers,
 }
 
@@ -141,10 +151,15 @@ pub fn geomean(xs: &[f64]) -> Option<f64> {
 pub struct CellSummary {
     pub chain: String,
     pub runs: usize,
+    /// [`Status::Oom`] if a run hit the memory limit, else [`Status::TimeLimit`] if one
+    /// hit the time limit, else [`Status::Finished`]. When limited, the medians and
+    /// ratios are lower bounds and the report numbers are absent.
+    pub status: Status,
     pub wall_s: f64,
     pub cpu_s: f64,
     pub max_rss_kib: f64,
-    /// Median wall time over the bare run's (`None` for bare itself).
+    /// Median wall time over the bare run's (`None` for bare itself, and when the bare
+    /// run hit a limit).
     pub slowdown: Option<f64>,
     pub mem_ratio: Option<f64>,
     pub check_ratio: Option<f64>,
@@ -159,19 +174,44 @@ pub struct KernelSummary {
     pub configs: Vec<CellSummary>,
 }
 
+/// A geometric mean over the kernels that have the value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Mean {
+    /// `None` when no kernel has the value.
+    pub value: Option<f64>,
+    /// How many kernels it covers.
+    pub kernels: usize,
+    /// How many of them are lower bounds (a run hit a limit): if any, so is the mean.
+    pub lower_bounds: usize,
+}
+
+impl Mean {
+    /// The geometric mean of `(value, is_lower_bound)` pairs.
+    fn of(xs: &[(f64, bool)]) -> Mean {
+        let v: Vec<f64> = xs.iter().map(|x| x.0).collect();
+        Mean {
+            value: geomean(&v),
+            kernels: xs.len(),
+            lower_bounds: xs.iter().filter(|x| x.1).count(),
+        }
+    }
+}
+
 /// Geometric means over kernels for one configuration.
 #[derive(Clone, Debug, Serialize)]
 pub struct ChainMean {
     pub chain: String,
-    pub slowdown: Option<f64>,
-    pub mem_ratio: Option<f64>,
-    pub check_ratio: Option<f64>,
+    pub slowdown: Mean,
+    pub mem_ratio: Mean,
+    /// Over the kernels whose runs all finished.
+    pub check_ratio: Mean,
     /// Capsule locations pooled over kernels (filtered fractions weighted by count).
     pub capsule_pooled: Option<CapsuleStats>,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
+    /// Every kernel of the plan, with the cells it has.
     pub kernels: Vec<KernelSummary>,
     pub geomean: Vec<ChainMean>,
 }
@@ -211,11 +251,23 @@ pub fn summarize(samples: &[Sample], kernels: &[String], configs: &[String]) -> 
             let mut by_time = runs.clone();
             by_time.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
             let mid = by_time[(by_time.len() - 1) / 2];
-            let bare = cells.iter().find(|b| b.chain == BARE);
+            let status = if runs.iter().any(|s| s.status == Status::Oom) {
+                Status::Oom
+            } else if runs.iter().any(|s| s.status == Status::TimeLimit) {
+                Status::TimeLimit
+            } else {
+                Status::Finished
+            };
+            let finished = !status.limited();
+            let bare = cells
+                .iter()
+                .find(|b| b.chain == BARE)
+                .filter(|b| !b.status.limited());
             let ratio = |x: f64, base: f64| (base > 0.0).then(|| x / base);
             cells.push(CellSummary {
                 chain: c.clone(),
                 runs: runs.len(),
+                status,
                 wall_s,
                 cpu_s,
                 max_rss_kib,
@@ -225,9 +277,9 @@ pub fn summarize(samples: &[Sample], kernels: &[String], configs: &[String]) -> 
                 mem_ratio: bare
                     .filter(|_| c != BARE)
                     .and_then(|b| ratio(max_rss_kib, b.max_rss_kib)),
-                check_ratio: mid.report.check_ratio(),
-                warnings: mid.report.warnings,
-                capsule: mid.report.capsule.clone(),
+                check_ratio: mid.report.check_ratio().filter(|_| finished),
+                warnings: if finished { mid.report.warnings } else { 0 },
+                capsule: mid.report.capsule.clone().filter(|_| finished),
             });
         }
         out.push(KernelSummary {
@@ -243,8 +295,11 @@ pub fn summarize(samples: &[Sample], kernels: &[String], configs: &[String]) -> 
                 .filter_map(|k| k.configs.iter().find(|x| &x.chain == c))
                 .collect();
             let g = |f: fn(&CellSummary) -> Option<f64>| {
-                let v: Vec<f64> = cells.iter().filter_map(|x| f(x)).collect();
-                geomean(&v)
+                let v: Vec<(f64, bool)> = cells
+                    .iter()
+                    .filter_map(|x| f(x).map(|v| (v, x.status.limited())))
+                    .collect();
+                Mean::of(&v)
             };
             let caps: Vec<&CapsuleStats> =
                 cells.iter().filter_map(|x| x.capsule.as_ref()).collect();
@@ -366,6 +421,7 @@ mod tests {
             cpu_s: wall,
             max_rss_kib: rss,
             exit: Some(0),
+            status: Status::Finished,
             report: ReportNumbers::from_report(rep),
         }
     }
@@ -420,14 +476,56 @@ mod tests {
         assert_eq!(b.mem_ratio, Some(4.0));
         assert!(sum.cell("a", BARE).unwrap().slowdown.is_none());
         let m = sum.mean("capsule:fasttrack").unwrap();
-        assert!((m.slowdown.unwrap() - 32f64.sqrt()).abs() < 1e-12);
-        assert!((m.mem_ratio.unwrap() - 12f64.sqrt()).abs() < 1e-12);
-        assert!((m.check_ratio.unwrap() - 0.1f64.sqrt()).abs() < 1e-12);
+        assert!((m.slowdown.value.unwrap() - 32f64.sqrt()).abs() < 1e-12);
+        assert_eq!((m.slowdown.kernels, m.slowdown.lower_bounds), (2, 0));
+        assert!((m.mem_ratio.value.unwrap() - 12f64.sqrt()).abs() < 1e-12);
+        assert!((m.check_ratio.value.unwrap() - 0.1f64.sqrt()).abs() < 1e-12);
         // Pooled: (2 * 0.5 + 6 * 1.0) / 8 of the object locations are filtered.
         let pooled = m.capsule_pooled.as_ref().unwrap();
         assert_eq!(pooled.object.total, 8);
         assert!((pooled.object.filtered - 7.0 / 8.0).abs() < 1e-12);
         assert!((pooled.object.categories["Other"] - 1.0 / 8.0).abs() < 1e-12);
         assert!(sum.mean(BARE).unwrap().capsule_pooled.is_none());
+    }
+
+    #[test]
+    fn limited_runs_give_lower_bounds_and_a_limited_bare_run_no_ratios() {
+        let none = serde_json::json!({});
+        let rep = report(100, 50, 2, 0.5);
+        let mut s = vec![
+            sample("a", BARE, 1.0, 100, &none),
+            sample("b", BARE, 2.0, 100, &none),
+            sample("c", BARE, 60.0, 100, &none),
+            sample("a", "fasttrack", 4.0, 200, &rep),
+            sample("b", "fasttrack", 60.0, 300, &rep),
+            sample("c", "fasttrack", 1.0, 200, &rep),
+        ];
+        s[2].status = Status::TimeLimit;
+        s[4].status = Status::TimeLimit;
+        // A second repetition of `a` hit the memory limit: the cell is OOM.
+        s.push(sample("a", "fasttrack", 3.0, 900, &rep));
+        s[6].status = Status::Oom;
+        let kernels: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let configs = vec![BARE.to_string(), "fasttrack".to_string()];
+        let sum = summarize(&s, &kernels, &configs);
+        let a = sum.cell("a", "fasttrack").unwrap();
+        assert_eq!(a.status, Status::Oom);
+        assert_eq!(a.slowdown, Some(3.5));
+        assert_eq!(a.check_ratio, None);
+        assert!(a.capsule.is_none());
+        let b = sum.cell("b", "fasttrack").unwrap();
+        assert_eq!(b.status, Status::TimeLimit);
+        assert_eq!(b.slowdown, Some(30.0));
+        assert_eq!(sum.cell("c", BARE).unwrap().status, Status::TimeLimit);
+        let c = sum.cell("c", "fasttrack").unwrap();
+        assert_eq!(
+            (c.status, c.slowdown, c.mem_ratio),
+            (Status::Finished, None, None)
+        );
+        assert_eq!(c.check_ratio, Some(0.5));
+        let m = sum.mean("fasttrack").unwrap();
+        assert!((m.slowdown.value.unwrap() - 105f64.sqrt()).abs() < 1e-12);
+        assert_eq!((m.slowdown.kernels, m.slowdown.lower_bounds), (2, 2));
+        assert_eq!((m.check_ratio.kernels, m.check_ratio.lower_bounds), (1, 0));
     }
 }
