@@ -23,6 +23,45 @@ struct ThreadInfo {
     barrier: Option<(ObjId, u64)>,
 }
 
+/// Thread states by tid: a vector for the small tids of traces (`T<n>` below 1024,
+/// other names the smallest free), a map for any larger ones (events built in memory).
+#[derive(Default, Debug)]
+struct Threads {
+    small: Vec<Option<ThreadInfo>>,
+    large: HashMap<Tid, ThreadInfo>,
+}
+
+const SMALL_TIDS: usize = 4096;
+
+impl Threads {
+    fn get(&self, t: &Tid) -> Option<&ThreadInfo> {
+        match self.small.get(*t as usize) {
+            Some(i) => i.as_ref(),
+            None => self.large.get(t),
+        }
+    }
+    fn get_mut(&mut self, t: &Tid) -> Option<&mut ThreadInfo> {
+        match self.small.get_mut(*t as usize) {
+            Some(i) => i.as_mut(),
+            None => self.large.get_mut(t),
+        }
+    }
+    fn contains_key(&self, t: &Tid) -> bool {
+        self.get(t).is_some()
+    }
+    fn insert(&mut self, t: Tid, info: ThreadInfo) {
+        let i = t as usize;
+        if i >= SMALL_TIDS {
+            self.large.insert(t, info);
+            return;
+        }
+        if self.small.len() <= i {
+            self.small.resize_with(i + 1, || None);
+        }
+        self.small[i] = Some(info);
+    }
+}
+
 #[derive(Debug)]
 struct Episode {
     parties: u32,
@@ -34,7 +73,7 @@ struct Episode {
 /// events) to an output vector. Errors are messages; the caller adds the line.
 #[derive(Default, Debug)]
 pub struct Normalizer {
-    threads: HashMap<Tid, ThreadInfo>,
+    threads: Threads,
     /// Threads in order of first appearance (for the final thread ends).
     order: Vec<Tid>,
     held: HashMap<ObjId, Tid>,
