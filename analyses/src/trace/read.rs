@@ -602,13 +602,11 @@ impl Parser {
 }
 
 /// Byte classes of the fast path ([`Parser::fast_event`]): `PLAIN` bytes may appear in
-/// names (printable ASCII but the delimiters), anything else (`,`, whitespace,
-/// non-ASCII, control bytes) sends the line to the general path.
+/// names (printable ASCII but the delimiters `|`, `(`, `)`, `,`); a name with any
+/// other byte (whitespace, non-ASCII, control bytes) sends the line to the general
+/// path.
 const OTHER: u8 = 0;
 const PLAIN: u8 = 1;
-const BAR: u8 = 2;
-const OPEN: u8 = 3;
-const CLOSE: u8 = 4;
 const CLASS: [u8; 256] = {
     let mut t = [OTHER; 256];
     let mut b = 0x21;
@@ -616,9 +614,9 @@ const CLASS: [u8; 256] = {
         t[b] = PLAIN;
         b += 1;
     }
-    t[b'|' as usize] = BAR;
-    t[b'(' as usize] = OPEN;
-    t[b')' as usize] = CLOSE;
+    t[b'|' as usize] = OTHER;
+    t[b'(' as usize] = OTHER;
+    t[b')' as usize] = OTHER;
     t[b',' as usize] = OTHER;
     t
 };
@@ -672,24 +670,23 @@ impl Parser {
         b: &[u8],
         out: &mut Vec<OwnedEvent>,
     ) -> Option<Result<(), ReadError>> {
-        if b.first() == Some(&b'#') {
+        // `THREAD` up to the first `|`, `OP` up to the next `(`, `NAME` up to the next
+        // `)`, then `|` and the digits to the end: the delimiters are found by plain
+        // searches, the names then checked to hold no other delimiter.
+        let find = |from: usize, c: u8| {
+            b.get(from..)
+                .and_then(|r| r.iter().position(|&x| x == c))
+                .map(|i| from + i)
+        };
+        let p1 = find(0, b'|')?;
+        let open = find(p1 + 1, b'(')?;
+        let close = find(open + 1, b')')?;
+        let p2 = close + 1;
+        if b.get(p2) != Some(&b'|') || p1 == 0 || close == open + 1 || b[0] == b'#' {
             return None;
         }
-        let (mut bars, mut nbars, mut open, mut close) = ([0usize; 2], 0, 0, 0);
-        for (i, &c) in b.iter().enumerate() {
-            match CLASS[c as usize] {
-                PLAIN => {}
-                BAR if nbars < 2 => {
-                    bars[nbars] = i;
-                    nbars += 1;
-                }
-                OPEN if open == 0 => open = i,
-                CLOSE if close == 0 => close = i,
-                _ => return None,
-            }
-        }
-        let [p1, p2] = bars;
-        if nbars != 2 || p1 == 0 || open <= p1 + 1 || close <= open + 1 || close + 1 != p2 {
+        let plain = |s: &[u8]| s.iter().all(|&c| CLASS[c as usize] == PLAIN);
+        if !plain(&b[..p1]) || !plain(&b[open + 1..close]) {
             return None;
         }
         let digits = &b[p2 + 1..];
