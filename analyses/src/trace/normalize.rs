@@ -62,6 +62,49 @@ impl Threads {
     }
 }
 
+/// The holder of each held lock: a vector for the small, dense object ids of traces,
+/// a map for larger ones.
+#[derive(Default, Debug)]
+struct Held {
+    small: Vec<Option<Tid>>,
+    large: HashMap<ObjId, Tid>,
+}
+
+const SMALL_OBJS: u64 = 1 << 16;
+
+impl Held {
+    fn get(&self, o: &ObjId) -> Option<&Tid> {
+        if o.0 < SMALL_OBJS {
+            self.small.get(o.0 as usize).and_then(Option::as_ref)
+        } else {
+            self.large.get(o)
+        }
+    }
+    fn insert(&mut self, o: ObjId, t: Tid) {
+        if o.0 < SMALL_OBJS {
+            let i = o.0 as usize;
+            if self.small.len() <= i {
+                self.small.resize(i + 1, None);
+            }
+            self.small[i] = Some(t);
+        } else {
+            self.large.insert(o, t);
+        }
+    }
+    fn remove(&mut self, o: &ObjId) {
+        if o.0 < SMALL_OBJS {
+            if let Some(h) = self.small.get_mut(o.0 as usize) {
+                *h = None;
+            }
+        } else {
+            self.large.remove(o);
+        }
+    }
+    fn holds_any(&self, t: Tid) -> bool {
+        self.small.contains(&Some(t)) || self.large.values().any(|&h| h == t)
+    }
+}
+
 #[derive(Debug)]
 struct Episode {
     parties: u32,
@@ -76,7 +119,7 @@ pub struct Normalizer {
     threads: Threads,
     /// Threads in order of first appearance (for the final thread ends).
     order: Vec<Tid>,
-    held: HashMap<ObjId, Tid>,
+    held: Held,
     episodes: HashMap<(ObjId, u64), Episode>,
 }
 
@@ -332,7 +375,7 @@ impl Normalizer {
 
     /// A thread may not end (or be joined) while it holds a lock or waits at a barrier.
     fn end_checks(&self, t: Tid, name: &dyn Fn(Tid) -> String) -> Result<(), String> {
-        if self.held.values().any(|&h| h == t) {
+        if self.held.holds_any(t) {
             return Err(format!("thread {} ends while holding a lock", name(t)));
         }
         if self.threads.get(&t).is_some_and(|i| i.barrier.is_some()) {

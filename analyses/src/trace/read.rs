@@ -627,15 +627,20 @@ fn short_key(b: &[u8]) -> Option<u128> {
     if b.len() > 15 {
         return None;
     }
-    let mut w = [0u8; 16];
-    w[..b.len()].copy_from_slice(b);
-    w[15] = b.len() as u8;
-    Some(u128::from_le_bytes(w))
+    // Built in registers: copying into a byte array and loading it as one integer
+    // stalls on store forwarding.
+    let mut k = (b.len() as u128) << 120;
+    for (i, &c) in b.iter().enumerate() {
+        k |= (c as u128) << (8 * i);
+    }
+    Some(k)
 }
 
 /// The interned ids of short names, by [`short_key`] (a cache in front of [`Interner`]).
 #[derive(Default)]
 struct ShortNames {
+    /// The thread of the previous fast line (threads often act several lines in a row).
+    last_thread: Option<(u128, Tid)>,
     /// Threads are few: a list scanned in order, then a map.
     thread_list: Vec<(u128, Tid)>,
     threads: HashMap<u128, Tid>,
@@ -644,11 +649,18 @@ struct ShortNames {
 }
 
 impl ShortNames {
-    fn thread(&self, k: u128) -> Option<Tid> {
-        match self.thread_list.iter().find(|(x, _)| *x == k) {
+    fn thread(&mut self, k: u128) -> Option<Tid> {
+        if let Some((x, t)) = self.last_thread
+            && x == k
+        {
+            return Some(t);
+        }
+        let t = match self.thread_list.iter().find(|(x, _)| *x == k) {
             Some(&(_, t)) => Some(t),
             None => self.threads.get(&k).copied(),
-        }
+        }?;
+        self.last_thread = Some((k, t));
+        Some(t)
     }
     fn add_thread(&mut self, k: u128, t: Tid) {
         if self.thread_list.len() < 16 {
