@@ -103,10 +103,10 @@ pub enum Mode {
 }
 
 /// Events per batch handed from the reader to the analysis.
-pub const BATCH: usize = 4096;
+pub const BATCH: usize = 1024;
 /// Batches in flight between the reader and the analysis (the memory bound of the
 /// pipeline: about `BATCH * (QUEUE + 2)` events).
-const QUEUE: usize = 4;
+const QUEUE: usize = 8;
 
 /// A finished streaming run: the chain (warnings, statistics), the trace's names and
 /// the throughput.
