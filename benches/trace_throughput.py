@@ -4,12 +4,14 @@
     cargo build --release -p vm
     cargo run --release -p analyses --features testing --example gen_long_trace > /tmp/t.std
     python3 benches/trace_throughput.py /tmp/t.std [--reps 5] [--capvm target/release/capvm]
-        [--tools none,fasttrack,djit,goldilocks,eraser,hb] [--single-thread]
+        [--tools none,fasttrack,djit,goldilocks,eraser,hb,fasttrack@single] [--single-thread]
 
 Runs `wc -l TRACE` and `capvm analyze --tools T --stats TRACE` for each T, `--reps`
-times each, interleaved, and prints a Markdown table: median wall time, events per
-second, peak RSS (GNU `/usr/bin/time`'s `%M`) and the ratio to `wc -l` and to
-`fasttrack` of the same run.
+times each, interleaved, and prints a Markdown table: median wall time, median CPU
+time (user + system), events per second (of the wall time), peak RSS (GNU
+`/usr/bin/time`'s `%M`) and the wall-time ratios to `wc -l` and to `fasttrack` of the
+same run. A tool written `T@single` runs with `--single-thread`
+(reader and analysis on one thread), so both modes can be compared in one run.
 """
 
 import argparse
@@ -21,17 +23,20 @@ import time
 
 
 def run(cmd):
-    """Wall seconds, peak RSS in MB (GNU time's %M), exit code, stderr."""
+    """Wall seconds, CPU seconds, peak RSS in MB (GNU time), exit code, stderr."""
     start = time.perf_counter()
     p = subprocess.run(
-        ["/usr/bin/time", "-f", "maxrss %M", *cmd],
+        ["/usr/bin/time", "-f", "maxrss %M %U %S", *cmd],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     wall = time.perf_counter() - start
     lines = p.stderr.decode(errors="replace").splitlines()
-    kb = int(lines[-1].split()[1]) if lines and lines[-1].startswith("maxrss ") else 0
-    return wall, kb / 1024, p.returncode, "\n".join(lines[:-1])
+    if not lines or not lines[-1].startswith("maxrss "):
+        sys.exit(f"no figures from /usr/bin/time for {' '.join(cmd)}")
+    _, kb, user, system = lines[-1].split()
+    cpu = float(user) + float(system)
+    return wall, cpu, int(kb) / 1024, p.returncode, "\n".join(lines[:-1])
 
 
 def main():
@@ -44,18 +49,23 @@ def main():
     a = ap.parse_args()
     tools = a.tools.split(",")
     extra = ["--single-thread"] if a.single_thread else []
-    configs = [("wc -l", ["wc", "-l", a.trace])] + [
-        (t, [a.capvm, "analyze", "--tools", t, "--stats", *extra, a.trace]) for t in tools
-    ]
+    def analyze(t):
+        tool, _, mode = t.partition("@")
+        flags = ["--single-thread"] if mode == "single" else extra
+        return [a.capvm, "analyze", "--tools", tool, "--stats", *flags, a.trace]
+
+    configs = [("wc -l", ["wc", "-l", a.trace])] + [(t, analyze(t)) for t in tools]
     walls = {name: [] for name, _ in configs}
+    cpus = {name: [] for name, _ in configs}
     rss = {name: 0.0 for name, _ in configs}
     events = None
     for _ in range(a.reps):
         for name, cmd in configs:
-            wall, mb, code, err = run(cmd)
+            wall, cpu, mb, code, err = run(cmd)
             if code not in (0, 66):
                 sys.exit(f"{' '.join(cmd)} exited {code}:\n{err}")
             walls[name].append(wall)
+            cpus[name].append(cpu)
             rss[name] = max(rss[name], mb)
             for line in err.splitlines():
                 if line.startswith("throughput: "):
@@ -68,15 +78,18 @@ def main():
     base = med.get("fasttrack")
     print(f"{events} events, {os.path.getsize(a.trace) / 1e6:.1f} MB, median of {a.reps} runs")
     print()
-    print("| command | wall | M events/s | peak RSS | vs `wc -l` | vs `fasttrack` |")
-    print("|---|---|---|---|---|---|")
+    print("| command | wall | CPU | M events/s | peak RSS | vs `wc -l` | vs `fasttrack` |")
+    print("|---|---|---|---|---|---|---|")
     for name, _ in configs:
         m = med[name]
-        label = f"`wc -l`" if name == "wc -l" else f"`capvm analyze --tools {name}`"
+        tool, _, mode = name.partition("@")
+        single = " --single-thread" if mode == "single" or a.single_thread else ""
+        label = "`wc -l`" if name == "wc -l" else f"`capvm analyze --tools {tool}{single}`"
         rate = f"{events / m / 1e6:.1f}" if events and name != "wc -l" else ""
         vs_ft = f"{m / base:.2f}×" if base and name != "wc -l" else ""
         print(
-            f"| {label} | {m * 1000:.0f} ms | {rate} | {rss[name]:.0f} MB | "
+            f"| {label} | {m * 1000:.0f} ms | {statistics.median(cpus[name]) * 1000:.0f} ms "
+            f"| {rate} | {rss[name]:.0f} MB | "
             f"{m / med['wc -l']:.0f}× | {vs_ft} |"
         )
 
