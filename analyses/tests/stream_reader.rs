@@ -228,3 +228,20 @@ fn malformed_traces_give_the_same_first_error_with_its_line() {
         }
     }
 }
+
+#[test]
+fn an_overlong_line_is_an_error_with_its_line() {
+    let mut text = String::from("T0|w(x)|1\n\nT0|w(");
+    text.push_str(&"v".repeat(analyses::trace::MAX_LINE));
+    text.push_str(")|3\n");
+    for mode in [Mode::Single, Mode::Pipelined] {
+        match stream(&text, "fasttrack", true, mode) {
+            Err(StreamError::Read(ReadError::Trace(e))) => {
+                assert_eq!(e.line, 3, "{mode:?}");
+                assert!(e.message.contains("longer than 64 MiB"), "{e}");
+            }
+            Err(e) => panic!("{mode:?}: {e}"),
+            Ok(_) => panic!("{mode:?}: read"),
+        }
+    }
+}

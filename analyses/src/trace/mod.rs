@@ -67,7 +67,7 @@ use std::sync::Arc;
 pub use env::TraceEnv;
 pub use normalize::Normalizer;
 pub use parse::parse_std;
-pub use read::{ReadError, StdReader, TraceInput, reserved_tids};
+pub use read::{MAX_LINE, ReadError, StdReader, TraceInput, reserved_tids};
 pub use write::{StdWriter, op_text};
 
 use crate::event::{ObjId, OwnedEvent, SiteId};

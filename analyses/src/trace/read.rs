@@ -92,6 +92,15 @@ struct Lines<R> {
 }
 
 const BUF_SIZE: usize = 1 << 20;
+/// The longest line the reader takes (the buffer grows to hold a line, up to this).
+pub const MAX_LINE: usize = 64 << 20;
+
+/// Why [`Lines::next_line`] failed.
+enum LineError {
+    Io(io::Error),
+    /// The next line is longer than [`MAX_LINE`].
+    TooLong,
+}
 
 impl<R: Read> Lines<R> {
     fn new(src: R) -> Self {
@@ -107,7 +116,7 @@ impl<R: Read> Lines<R> {
     }
 
     /// The next line (without its `\n`) and its 1-based number.
-    fn next_line(&mut self) -> io::Result<Option<(usize, &[u8])>> {
+    fn next_line(&mut self) -> Result<Option<(usize, &[u8])>, LineError> {
         let mut scanned = 0;
         let (start, end) = loop {
             let rest = &self.buf[self.pos + scanned..self.filled];
@@ -133,7 +142,10 @@ impl<R: Read> Lines<R> {
             }
             if self.filled == self.buf.len() {
                 let len = self.buf.len();
-                self.buf.resize(len * 2, 0);
+                if len >= MAX_LINE {
+                    return Err(LineError::TooLong);
+                }
+                self.buf.resize((len * 2).min(MAX_LINE), 0);
             }
             match self.src.read(&mut self.buf[self.filled..]) {
                 Ok(0) => self.eof = true,
@@ -142,7 +154,7 @@ impl<R: Read> Lines<R> {
                     self.bytes += n as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                Err(e) => return Err(LineError::Io(e)),
             }
         };
         self.line_no += 1;
@@ -846,11 +858,17 @@ impl<R: Read> StdReader<R> {
         }
         while out.len() < max {
             let line_no = self.lines.line_no;
-            let Some((line_no, bytes)) = self.lines.next_line().map_err(|error| ReadError::Io {
-                line: line_no,
-                error,
-            })?
-            else {
+            let next = self.lines.next_line().map_err(|e| match e {
+                LineError::Io(error) => ReadError::Io {
+                    line: line_no,
+                    error,
+                },
+                LineError::TooLong => err(
+                    line_no + 1,
+                    format!("line longer than {} MiB", MAX_LINE >> 20),
+                ),
+            })?;
+            let Some((line_no, bytes)) = next else {
                 self.p.norm.finish(out);
                 self.p.finished = true;
                 return Ok(false);
@@ -902,7 +920,14 @@ pub fn reserved_tids<R: Read>(src: R) -> io::Result<HashSet<Tid>> {
             out.insert(n as Tid);
         }
     };
-    while let Some((_, bytes)) = lines.next_line()? {
+    loop {
+        let (_, bytes) = match lines.next_line() {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
+            Err(LineError::Io(e)) => return Err(e),
+            // The reader proper reports it.
+            Err(LineError::TooLong) => break,
+        };
         let text = String::from_utf8_lossy(bytes);
         let line = text.trim();
         if line.is_empty() || line.starts_with('#') {
