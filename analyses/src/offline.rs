@@ -2,14 +2,13 @@
 //! live VM, as `capvm analyze` does.
 
 use std::sync::Arc;
-
-use hashbrown::HashMap;
+use std::time::Instant;
 
 use crate::chain::{Chain, ChainError};
 use crate::event::{OwnedEvent, OwnedKind, Tid};
 use crate::shared::ChainOptions;
 use crate::thread::ThreadCx;
-use crate::trace::Trace;
+use crate::trace::{ReadError, StdReader, Trace, TraceEnv, TraceInput, reserved_tids};
 
 /// Run the chain `chain_spec` over `trace`: one [`ThreadCx`] per thread, forks through
 /// [`Chain::fork`], every event in trace order, then [`Chain::finish`]. The returned
@@ -33,28 +32,286 @@ pub fn analyze(
 /// Deliver well-formed `events` (as produced by [`crate::trace::Normalizer`]) to `chain`, in order,
 /// without calling `finish`. Threads that start without a fork get a root context.
 pub fn run_events(chain: &Chain, events: &[OwnedEvent]) {
-    let mut cxs: HashMap<Tid, ThreadCx> = HashMap::new();
-    for ev in events {
-        match &ev.kind {
-            OwnedKind::Fork { child, handed } => {
-                if let Some(parent) = cxs.get_mut(&ev.tid) {
-                    let cx = chain.fork(parent, *child, ev.site, ev.index, handed);
-                    cxs.insert(*child, cx);
+    Runner::default().run(chain, events);
+}
+
+/// The thread contexts of an offline run, kept across batches of events.
+#[derive(Default)]
+struct Runner {
+    /// By tid, for the small tids of traces (`T<n>` names below 1024, other names the
+    /// smallest free).
+    cxs: Vec<Option<ThreadCx>>,
+    /// Larger tids (events built in memory).
+    large: hashbrown::HashMap<Tid, ThreadCx>,
+}
+
+const SMALL_TIDS: usize = 4096;
+
+impl Runner {
+    fn cx(&mut self, tid: Tid) -> Option<&mut ThreadCx> {
+        match self.cxs.get_mut(tid as usize) {
+            Some(cx) => cx.as_mut(),
+            None => self.large.get_mut(&tid),
+        }
+    }
+    fn insert(&mut self, tid: Tid, cx: ThreadCx) {
+        let t = tid as usize;
+        if t >= SMALL_TIDS {
+            self.large.insert(tid, cx);
+            return;
+        }
+        if self.cxs.len() <= t {
+            self.cxs.resize_with(t + 1, || None);
+        }
+        self.cxs[t] = Some(cx);
+    }
+
+    fn run(&mut self, chain: &Chain, events: &[OwnedEvent]) {
+        for ev in events {
+            match &ev.kind {
+                OwnedKind::Fork { child, handed } => {
+                    if let Some(parent) = self.cx(ev.tid) {
+                        let cx = chain.fork(parent, *child, ev.site, ev.index, handed);
+                        self.insert(*child, cx);
+                    }
                 }
-            }
-            kind => {
-                if matches!(kind, OwnedKind::ThreadStart) && !cxs.contains_key(&ev.tid) {
-                    let cx = if ev.tid == 0 {
-                        chain.main_thread()
-                    } else {
-                        chain.root_thread(ev.tid)
-                    };
-                    cxs.insert(ev.tid, cx);
-                }
-                if let Some(cx) = cxs.get_mut(&ev.tid) {
-                    chain.deliver(cx, &ev.as_event());
+                kind => {
+                    if matches!(kind, OwnedKind::ThreadStart) && self.cx(ev.tid).is_none() {
+                        let cx = if ev.tid == 0 {
+                            chain.main_thread()
+                        } else {
+                            chain.root_thread(ev.tid)
+                        };
+                        self.insert(ev.tid, cx);
+                    }
+                    if let Some(cx) = self.cx(ev.tid) {
+                        chain.deliver(cx, &ev.as_event());
+                    }
                 }
             }
         }
     }
+}
+
+/// How [`analyze_stream`] runs: reading and analysis on the calling thread, or
+/// reading on a thread of its own, handing batches of events over a bounded channel,
+/// so that the two overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Single,
+    Pipelined,
+}
+
+/// Events per batch handed from the reader to the analysis.
+pub const BATCH: usize = 1024;
+/// Batches in flight between the reader and the analysis (the memory bound of the
+/// pipeline: about `BATCH * (QUEUE + 2)` events).
+const QUEUE: usize = 8;
+
+/// A finished streaming run: the chain (warnings, statistics), the trace's names and
+/// the throughput.
+pub struct Streamed {
+    pub chain: Chain,
+    pub env: Arc<TraceEnv>,
+    /// Events of the file (not counting the thread starts and ends the reader inserted).
+    pub events: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Wall time of the whole run (reading and analysis).
+    pub seconds: f64,
+}
+
+/// Why a streaming run failed.
+#[derive(Debug)]
+pub enum StreamError {
+    /// A malformed line, or the input could not be read (never
+    /// [`ReadError::Renumber`], which [`analyze_stream`] handles).
+    Read(ReadError),
+    /// The chain could not be built (`--tools`).
+    Chain(ChainError),
+}
+
+impl std::fmt::Display for StreamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamError::Read(e) => write!(f, "{e}"),
+            StreamError::Chain(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// The analysis side of a run: builds the chain when the first events arrive (the
+/// trace's headers, which come first, are read by then: `options` sees them).
+struct Consumer<'a> {
+    env: Arc<TraceEnv>,
+    spec: &'a str,
+    options: &'a dyn Fn(&TraceEnv) -> ChainOptions,
+    chain: Option<Chain>,
+    runner: Runner,
+}
+
+impl Consumer<'_> {
+    fn chain(&mut self) -> Result<&Chain, ChainError> {
+        if self.chain.is_none() {
+            let env: Arc<dyn crate::env::Env> = self.env.clone();
+            let options = (self.options)(&self.env);
+            self.chain = Some(crate::passes::chain(self.spec, env, options)?);
+        }
+        Ok(self.chain.as_ref().expect("built above"))
+    }
+    fn consume(&mut self, events: &[OwnedEvent]) -> Result<(), ChainError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.chain()?;
+        let Consumer { chain, runner, .. } = self;
+        if let Some(chain) = chain {
+            runner.run(chain, events);
+        }
+        Ok(())
+    }
+    fn finish(mut self) -> Result<Chain, ChainError> {
+        self.chain()?;
+        let chain = self.chain.take().expect("built above");
+        chain.finish();
+        Ok(chain)
+    }
+}
+
+/// Read the STD trace `input` and run the chain `chain_spec` over its events as they
+/// are read, holding only a few batches of them ([`BATCH`]): memory is the analysis
+/// state plus the names, whatever the trace's length. `options` gets the trace's
+/// names once its headers are read (`capvm analyze` folds by location unless the
+/// trace was recorded by capvm). Both modes give the same chain: the same events in
+/// the same order, the same names, the same first error.
+pub fn analyze_stream(
+    input: TraceInput<'_>,
+    chain_spec: &str,
+    options: &dyn Fn(&TraceEnv) -> ChainOptions,
+    mode: Mode,
+) -> Result<Streamed, StreamError> {
+    // Unknown analyses are reported before the trace is read.
+    let spec = chain_spec.trim();
+    if !(spec.is_empty() || spec == "none") {
+        for name in spec.split(':').map(str::trim) {
+            if !crate::passes::NAMES.contains(&name) {
+                return Err(StreamError::Chain(ChainError(format!(
+                    "unknown analysis `{name}` (known: {})",
+                    crate::passes::NAMES.join(", ")
+                ))));
+            }
+        }
+    }
+    let start = Instant::now();
+    let open_err = |error| StreamError::Read(ReadError::Io { line: 0, error });
+    let mut reserved = None;
+    loop {
+        let env = Arc::new(TraceEnv::default());
+        let src = input.open().map_err(open_err)?;
+        let reader = match reserved.take() {
+            None => StdReader::new(src, env.clone()),
+            Some(r) => StdReader::with_reserved(src, env.clone(), r),
+        };
+        let consumer = Consumer {
+            env: env.clone(),
+            spec: chain_spec,
+            options,
+            chain: None,
+            runner: Runner::default(),
+        };
+        let run = match mode {
+            Mode::Single => run_single(reader, consumer),
+            Mode::Pipelined => run_pipelined(reader, consumer),
+        };
+        match run {
+            Ok((chain, events, bytes)) => {
+                return Ok(Streamed {
+                    chain,
+                    env,
+                    events,
+                    bytes,
+                    seconds: start.elapsed().as_secs_f64(),
+                });
+            }
+            Err(StreamError::Read(ReadError::Renumber)) => {
+                reserved = Some(reserved_tids(input.open().map_err(open_err)?).map_err(open_err)?);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+type Run = Result<(Chain, u64, u64), StreamError>;
+
+fn run_single<R: std::io::Read>(mut reader: StdReader<R>, mut consumer: Consumer<'_>) -> Run {
+    let mut batch = Vec::with_capacity(BATCH + 16);
+    loop {
+        batch.clear();
+        let more = reader
+            .read_batch(&mut batch, BATCH)
+            .map_err(StreamError::Read)?;
+        consumer.consume(&batch).map_err(StreamError::Chain)?;
+        if !more {
+            break;
+        }
+    }
+    let chain = consumer.finish().map_err(StreamError::Chain)?;
+    Ok((chain, reader.events(), reader.bytes()))
+}
+
+fn run_pipelined<R: std::io::Read + Send>(
+    mut reader: StdReader<R>,
+    mut consumer: Consumer<'_>,
+) -> Run {
+    type Batch = Result<Vec<OwnedEvent>, ReadError>;
+    let (full_tx, full_rx) = crossbeam_channel::bounded::<Batch>(QUEUE);
+    let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Vec<OwnedEvent>>(QUEUE + 2);
+    std::thread::scope(|scope| {
+        let producer = scope.spawn(move || {
+            loop {
+                let mut batch = empty_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(BATCH + 16));
+                batch.clear();
+                match reader.read_batch(&mut batch, BATCH) {
+                    Ok(more) => {
+                        // The analysis stopped (an error): stop reading.
+                        if full_tx.send(Ok(batch)).is_err() || !more {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = full_tx.send(Err(e));
+                        break;
+                    }
+                }
+            }
+            (reader.events(), reader.bytes())
+        });
+        let mut failed = None;
+        for batch in full_rx.iter() {
+            match batch {
+                Ok(batch) => {
+                    if let Err(e) = consumer.consume(&batch) {
+                        failed = Some(StreamError::Chain(e));
+                        break;
+                    }
+                    let _ = empty_tx.try_send(batch);
+                }
+                Err(e) => {
+                    failed = Some(StreamError::Read(e));
+                    break;
+                }
+            }
+        }
+        // Unblock the reader if it is waiting to hand over a batch.
+        drop(full_rx);
+        let counts = producer.join();
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let (events, bytes) = counts.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let chain = consumer.finish().map_err(StreamError::Chain)?;
+        Ok((chain, events, bytes))
+    })
 }

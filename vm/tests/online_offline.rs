@@ -3,6 +3,8 @@
 //! by `capvm analyze t.std --report b.json` gives the same warnings — same kind,
 //! analysis, location, object, accesses (thread, op, site, call stack) and fold count.
 //! Only `event` (the trace line, which the online run does not have) is ignored.
+//! `capvm analyze --single-thread` (reader and analysis on one thread) gives the very
+//! same output and report as the default pipelined reader.
 //!
 //! Every detector and checker that does not need the live heap runs in one chain; the
 //! filters `escape` and `capsule` walk the heap and are checked online only (the corpus
@@ -101,9 +103,29 @@ fn check(file: &Path, seed: u64) -> Result<usize, String> {
             String::from_utf8_lossy(&an.stderr)
         ));
     }
+    // The reader on the analysis thread gives the very same report and output.
+    let single = tmp.with_extension("single.json");
+    let one = Command::new(CAPVM)
+        .arg("analyze")
+        .arg(&trace)
+        .args(["--tools", CHAIN, "--single-thread", "--report"])
+        .arg(&single)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    if one.status.code() != an.status.code()
+        || one.stderr != an.stderr
+        || read(&single)? != read(&offline)?
+    {
+        return Err(format!(
+            "pipelined and single-threaded analyze differ:\n{}\n---\n{}",
+            String::from_utf8_lossy(&an.stderr),
+            String::from_utf8_lossy(&one.stderr)
+        ));
+    }
     let a = normalized(&online)?;
     let b = normalized(&offline)?;
-    for p in [&trace, &online, &offline] {
+    for p in [&trace, &online, &offline, &single] {
         let _ = std::fs::remove_file(p);
     }
     if a != b {

@@ -2,6 +2,7 @@
 //! the trace itself spells them.
 
 use hashbrown::HashMap;
+use parking_lot::RwLock;
 
 use crate::env::{Env, LocName, SiteInfo};
 use crate::event::{Loc, MethodId, ObjId, SiteId, Tid};
@@ -9,114 +10,90 @@ use crate::event::{Loc, MethodId, ObjId, SiteId, Tid};
 use super::{VARS, is_token_site};
 
 /// Threads named `T<n>` with `n` below this keep `n` as their tid.
-const MAX_NUMBERED_TID: usize = 1024;
+pub(crate) const MAX_NUMBERED_TID: usize = 1024;
 
-/// Names interned while reading a trace. Unnamed ids (events built in memory) fall back
-/// to `V<slot>`, `o<id>`, `T<tid>`, `m<id>` and the site number.
-#[derive(Clone, Debug, Default)]
+/// Names of a trace's ids, as the trace spells them. The reader
+/// ([`super::StdReader`]) interns names on its own side and adds each new one here,
+/// before it hands over the first event that uses it; the analyses read them (through
+/// [`Env`]) while the trace is still being read, possibly from another thread, so
+/// the names sit behind a lock that is taken once per name added and once per lookup.
+/// Unnamed ids (events built in memory) fall back to `V<slot>`, `o<id>`, `T<tid>`,
+/// `m<id>` and the site number.
+#[derive(Debug, Default)]
 pub struct TraceEnv {
-    pub(crate) vars: Vec<String>,
-    pub(crate) var_index: HashMap<String, u32>,
+    names: RwLock<Names>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Names {
+    vars: Vec<String>,
+    var_index: HashMap<String, u32>,
     /// `ObjId(k + 1)` is `objs[k]` (locks, barriers, objects share one namespace).
-    pub(crate) objs: Vec<String>,
-    pub(crate) obj_index: HashMap<String, ObjId>,
+    objs: Vec<String>,
     /// Thread names by tid (`None`: tid unused).
-    pub(crate) threads: Vec<Option<String>>,
-    pub(crate) thread_index: HashMap<String, Tid>,
-    /// Tids `n` of the names `T<n>` anywhere in the file ([`TraceEnv::reserve_numbered`]):
-    /// other names do not take them, so `T<n>` keeps its number even when it first
-    /// appears after them.
-    pub(crate) reserved: hashbrown::HashSet<Tid>,
-    pub(crate) methods: Vec<String>,
-    pub(crate) method_index: HashMap<String, MethodId>,
+    threads: Vec<Option<String>>,
+    thread_index: HashMap<String, Tid>,
+    methods: Vec<String>,
     /// Non-numeric location tokens: site `TOKEN_SITE_BIT | k` is `site_tokens[k]`.
-    pub(crate) site_tokens: Vec<String>,
-    pub(crate) site_token_index: HashMap<String, SiteId>,
+    site_tokens: Vec<String>,
     /// `# site N POSITION [METHOD]` headers.
-    pub(crate) site_table: HashMap<u32, SiteInfo>,
+    site_table: HashMap<u32, SiteInfo>,
     /// `# capvm-record v1`: variable names carry the VM's `object.Class.field`.
-    pub(crate) recorded: bool,
+    recorded: bool,
+}
+
+impl Clone for TraceEnv {
+    fn clone(&self) -> Self {
+        TraceEnv {
+            names: RwLock::new(self.names.read().clone()),
+        }
+    }
 }
 
 impl TraceEnv {
-    pub(crate) fn var(&mut self, name: &str) -> Loc {
-        let slot = match self.var_index.get(name) {
-            Some(&s) => s,
-            None => {
-                let s = self.vars.len() as u32;
-                self.vars.push(name.to_string());
-                self.var_index.insert(name.to_string(), s);
-                s
-            }
-        };
-        Loc { obj: VARS, slot }
+    /// Name variable slot `slot` (the reader numbers them densely from 0).
+    pub(crate) fn add_var(&self, slot: u32, name: &str) {
+        let mut n = self.names.write();
+        debug_assert_eq!(n.vars.len(), slot as usize);
+        n.vars.push(name.to_string());
+        n.var_index.insert(name.to_string(), slot);
     }
-    pub(crate) fn obj(&mut self, name: &str) -> ObjId {
-        if let Some(&o) = self.obj_index.get(name) {
-            return o;
-        }
-        self.objs.push(name.to_string());
-        let o = ObjId(self.objs.len() as u64);
-        self.obj_index.insert(name.to_string(), o);
-        o
+    /// Name object `ObjId(k + 1)` (dense from 1).
+    pub(crate) fn add_obj(&self, name: &str) {
+        self.names.write().objs.push(name.to_string());
     }
-    pub(crate) fn thread(&mut self, name: &str) -> Tid {
-        if let Some(&t) = self.thread_index.get(name) {
-            return t;
-        }
-        // `T<n>` keeps its number as the tid when it is small and free, so reports
-        // and re-recorded traces use the trace's own thread names; any other name
-        // takes the smallest free tid.
-        let numbered =
-            numbered_tid(name).filter(|&n| self.threads.get(n).is_none_or(Option::is_none));
-        let t = match numbered {
-            Some(n) => n,
-            None => (0..)
-                .find(|&i| {
-                    self.threads.get(i).is_none_or(Option::is_none)
-                        && !self.reserved.contains(&(i as Tid))
-                        && !self.thread_index.contains_key(&format!("T{i}"))
-                })
-                .unwrap_or(self.threads.len()),
-        };
-        if self.threads.len() <= t {
-            self.threads.resize(t + 1, None);
-        }
-        self.threads[t] = Some(name.to_string());
-        self.thread_index.insert(name.to_string(), t as Tid);
-        t as Tid
+    pub(crate) fn add_method(&self, name: &str) {
+        self.names.write().methods.push(name.to_string());
     }
-    /// Keep tid `n` free for a thread named `T<n>` that appears later in the file.
-    pub(crate) fn reserve_numbered(&mut self, name: &str) {
-        if let Some(n) = numbered_tid(name) {
-            self.reserved.insert(n as Tid);
-        }
+    pub(crate) fn add_site_token(&self, tok: &str) {
+        self.names.write().site_tokens.push(tok.to_string());
     }
-    pub(crate) fn known_thread(&self, name: &str) -> Option<Tid> {
-        self.thread_index.get(name).copied()
-    }
-    pub(crate) fn method(&mut self, name: &str) -> MethodId {
-        if let Some(&m) = self.method_index.get(name) {
-            return m;
+    pub(crate) fn add_thread(&self, tid: Tid, name: &str) {
+        let mut n = self.names.write();
+        let t = tid as usize;
+        if n.threads.len() <= t {
+            n.threads.resize(t + 1, None);
         }
-        let m = MethodId(self.methods.len() as u32);
-        self.methods.push(name.to_string());
-        self.method_index.insert(name.to_string(), m);
-        m
+        n.threads[t] = Some(name.to_string());
+        n.thread_index.insert(name.to_string(), tid);
     }
-    pub(crate) fn site_token(&mut self, tok: &str) -> SiteId {
-        if let Some(&s) = self.site_token_index.get(tok) {
-            return s;
-        }
-        let s = SiteId(super::TOKEN_SITE_BIT | self.site_tokens.len() as u32);
-        self.site_tokens.push(tok.to_string());
-        self.site_token_index.insert(tok.to_string(), s);
-        s
+    pub(crate) fn add_site(&self, site: u32, info: SiteInfo) {
+        self.names.write().site_table.insert(site, info);
+    }
+    pub(crate) fn set_recorded(&self) {
+        self.names.write().recorded = true;
+    }
+
+    /// The tid of the thread the trace calls `name`, if it has one.
+    pub fn known_thread(&self, name: &str) -> Option<Tid> {
+        self.names.read().thread_index.get(name).copied()
     }
 
     /// The trace's name of thread `tid` (`T0`, …).
     pub fn thread_name(&self, tid: Tid) -> String {
-        self.threads
+        self.names
+            .read()
+            .threads
             .get(tid as usize)
             .cloned()
             .flatten()
@@ -126,7 +103,7 @@ impl TraceEnv {
     /// The trace's own name of a location (`V3`, `o17.Node.next`).
     pub fn var_name(&self, loc: Loc) -> String {
         if loc.obj == VARS
-            && let Some(n) = self.vars.get(loc.slot as usize)
+            && let Some(n) = self.names.read().vars.get(loc.slot as usize)
         {
             return n.clone();
         }
@@ -139,19 +116,21 @@ impl TraceEnv {
 
     /// Look up a variable by its trace name.
     pub fn lookup_var(&self, name: &str) -> Option<Loc> {
-        self.var_index
+        self.names
+            .read()
+            .var_index
             .get(name)
             .map(|&slot| Loc { obj: VARS, slot })
     }
 
     /// Whether the trace carries the `# capvm-record` header.
     pub fn is_recorded(&self) -> bool {
-        self.recorded
+        self.names.read().recorded
     }
 }
 
 /// `n` of a thread name `T<n>` (at most four digits, below [`MAX_NUMBERED_TID`]).
-fn numbered_tid(name: &str) -> Option<usize> {
+pub(crate) fn numbered_tid(name: &str) -> Option<usize> {
     name.strip_prefix('T')
         .filter(|d| !d.is_empty() && d.len() <= 4 && d.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|d| d.parse::<usize>().ok())
@@ -194,11 +173,12 @@ fn split_recorded(name: &str) -> LocName {
 
 impl Env for TraceEnv {
     fn site(&self, site: SiteId) -> SiteInfo {
-        if let Some(info) = self.site_table.get(&site.0) {
+        let n = self.names.read();
+        if let Some(info) = n.site_table.get(&site.0) {
             return info.clone();
         }
         let position = if is_token_site(site) {
-            self.site_tokens
+            n.site_tokens
                 .get((site.0 & !super::TOKEN_SITE_BIT) as usize)
                 .cloned()
                 .unwrap_or_else(|| site.0.to_string())
@@ -211,7 +191,9 @@ impl Env for TraceEnv {
         }
     }
     fn method_name(&self, method: MethodId) -> String {
-        self.methods
+        self.names
+            .read()
+            .methods
             .get(method.0 as usize)
             .cloned()
             .unwrap_or_else(|| format!("m{}", method.0))
@@ -221,7 +203,7 @@ impl Env for TraceEnv {
     }
     fn loc_name(&self, loc: Loc) -> LocName {
         let name = self.var_name(loc);
-        if self.recorded {
+        if self.is_recorded() {
             split_recorded(&name)
         } else {
             LocName {
@@ -232,8 +214,12 @@ impl Env for TraceEnv {
         }
     }
     fn obj_label(&self, obj: ObjId) -> String {
-        match obj.0.checked_sub(1).and_then(|k| self.objs.get(k as usize)) {
-            Some(n) => n.clone(),
+        match obj
+            .0
+            .checked_sub(1)
+            .and_then(|k| self.names.read().objs.get(k as usize).cloned())
+        {
+            Some(n) => n,
             None => format!("o{}", obj.0),
         }
     }

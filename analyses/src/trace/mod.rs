@@ -59,6 +59,7 @@
 mod env;
 mod normalize;
 mod parse;
+mod read;
 mod write;
 
 use std::sync::Arc;
@@ -66,6 +67,7 @@ use std::sync::Arc;
 pub use env::TraceEnv;
 pub use normalize::Normalizer;
 pub use parse::parse_std;
+pub use read::{MAX_LINE, ReadError, StdReader, TraceInput, reserved_tids};
 pub use write::{StdWriter, op_text};
 
 use crate::event::{ObjId, OwnedEvent, SiteId};

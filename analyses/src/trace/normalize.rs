@@ -23,6 +23,88 @@ struct ThreadInfo {
     barrier: Option<(ObjId, u64)>,
 }
 
+/// Thread states by tid: a vector for the small tids of traces (`T<n>` below 1024,
+/// other names the smallest free), a map for any larger ones (events built in memory).
+#[derive(Default, Debug)]
+struct Threads {
+    small: Vec<Option<ThreadInfo>>,
+    large: HashMap<Tid, ThreadInfo>,
+}
+
+const SMALL_TIDS: usize = 4096;
+
+impl Threads {
+    fn get(&self, t: &Tid) -> Option<&ThreadInfo> {
+        match self.small.get(*t as usize) {
+            Some(i) => i.as_ref(),
+            None => self.large.get(t),
+        }
+    }
+    fn get_mut(&mut self, t: &Tid) -> Option<&mut ThreadInfo> {
+        match self.small.get_mut(*t as usize) {
+            Some(i) => i.as_mut(),
+            None => self.large.get_mut(t),
+        }
+    }
+    fn contains_key(&self, t: &Tid) -> bool {
+        self.get(t).is_some()
+    }
+    fn insert(&mut self, t: Tid, info: ThreadInfo) {
+        let i = t as usize;
+        if i >= SMALL_TIDS {
+            self.large.insert(t, info);
+            return;
+        }
+        if self.small.len() <= i {
+            self.small.resize_with(i + 1, || None);
+        }
+        self.small[i] = Some(info);
+    }
+}
+
+/// The holder of each held lock: a vector for the small, dense object ids of traces,
+/// a map for larger ones.
+#[derive(Default, Debug)]
+struct Held {
+    small: Vec<Option<Tid>>,
+    large: HashMap<ObjId, Tid>,
+}
+
+const SMALL_OBJS: u64 = 1 << 16;
+
+impl Held {
+    fn get(&self, o: &ObjId) -> Option<&Tid> {
+        if o.0 < SMALL_OBJS {
+            self.small.get(o.0 as usize).and_then(Option::as_ref)
+        } else {
+            self.large.get(o)
+        }
+    }
+    fn insert(&mut self, o: ObjId, t: Tid) {
+        if o.0 < SMALL_OBJS {
+            let i = o.0 as usize;
+            if self.small.len() <= i {
+                self.small.resize(i + 1, None);
+            }
+            self.small[i] = Some(t);
+        } else {
+            self.large.insert(o, t);
+        }
+    }
+    fn remove(&mut self, o: &ObjId) {
+        if o.0 < SMALL_OBJS {
+            if let Some(h) = self.small.get_mut(o.0 as usize) {
+                *h = None;
+            }
+        } else {
+            self.large.remove(o);
+        }
+    }
+    fn holds_any(&self, t: Tid) -> bool {
+        self.small.contains(&Some(t)) || self.large.values().any(|&h| h == t)
+    }
+}
+
 #[derive(Debug)]
 struct Episode {
     parties: u32,
@@ -34,10 +116,10 @@ struct Episode {
 /// events) to an output vector. Errors are messages; the caller adds the line.
 #[derive(Default, Debug)]
 pub struct Normalizer {
-    threads: HashMap<Tid, ThreadInfo>,
+    threads: Threads,
     /// Threads in order of first appearance (for the final thread ends).
     order: Vec<Tid>,
-    held: HashMap<ObjId, Tid>,
+    held: Held,
     episodes: HashMap<(ObjId, u64), Episode>,
 }
 
@@ -293,7 +375,7 @@ impl Normalizer {
 
     /// A thread may not end (or be joined) while it holds a lock or waits at a barrier.
     fn end_checks(&self, t: Tid, name: &dyn Fn(Tid) -> String) -> Result<(), String> {
-        if self.held.values().any(|&h| h == t) {
+        if self.held.holds_any(t) {
             return Err(format!("thread {} ends while holding a lock", name(t)));
         }
         if self.threads.get(&t).is_some_and(|i| i.barrier.is_some()) {

@@ -138,9 +138,13 @@ struct AnalyzeArgs {
     /// Write the warnings and statistics as JSON to this file.
     #[arg(long, value_name = "FILE.json")]
     report: Option<PathBuf>,
-    /// Print per-pass statistics on stderr.
+    /// Print per-pass statistics and the throughput on stderr.
     #[arg(long)]
     stats: bool,
+    /// Read and analyse on one thread (default: the reader runs on a thread of its
+    /// own, handing batches of events to the analysis).
+    #[arg(long)]
+    single_thread: bool,
 }
 
 /// `os` or `seeded:SEED`.
@@ -373,38 +377,40 @@ fn cmd_infer(a: InferArgs) -> i32 {
 }
 
 fn cmd_analyze(a: AnalyzeArgs) -> i32 {
-    let text = match std::fs::read(&a.trace) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) => {
-            sayln!("error: cannot read {}: {e}", a.trace.display());
-            return EXIT_COMPILE;
-        }
-    };
-    let trace = match analyses::trace::parse_std(&text) {
-        Ok(t) => t,
-        Err(e) => {
-            sayln!("error: {}:{e}", a.trace.display());
-            return EXIT_COMPILE;
-        }
-    };
+    use analyses::offline::{Mode, StreamError, analyze_stream};
+    use analyses::trace::{ReadError, TraceInput};
     let spec = a.tools.as_deref().unwrap_or(DEFAULT_ANALYZE_TOOLS);
     // A recorded trace carries the program's sites: fold by sites, as the run that
     // wrote it did (same warnings and counts). Any other trace gives every event a
     // site of its own (its line), so folding by sites would keep one warning per racy
     // event: fold by location instead, one warning per analysis and location.
-    let options = ChainOptions {
-        fold_by_location: !trace.env.is_recorded(),
+    let options = |env: &analyses::trace::TraceEnv| ChainOptions {
+        fold_by_location: !env.is_recorded(),
         ..ChainOptions::default()
     };
-    let chain = match analyses::offline::analyze(&trace, spec, options) {
-        Ok(c) => c,
-        Err(e) => {
+    let mode = if a.single_thread {
+        Mode::Single
+    } else {
+        Mode::Pipelined
+    };
+    let run = match analyze_stream(TraceInput::File(&a.trace), spec, &options, mode) {
+        Ok(r) => r,
+        Err(StreamError::Read(ReadError::Io { line: 0, error })) => {
+            sayln!("error: cannot read {}: {error}", a.trace.display());
+            return EXIT_COMPILE;
+        }
+        Err(StreamError::Read(e)) => {
+            sayln!("error: {}:{e}", a.trace.display());
+            return EXIT_COMPILE;
+        }
+        Err(StreamError::Chain(e)) => {
             sayln!("error: {e}");
             return EXIT_USAGE;
         }
     };
+    let chain = run.chain;
     let warnings = chain.warnings();
-    let env = trace.env.clone();
+    let env = run.env.clone();
     let mut json = Vec::new();
     for w in &warnings {
         say!("{}", render_text(w, &*env, &chain.shared.ctxs));
@@ -412,6 +418,15 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
     }
     if a.stats {
         say!("{}", chain.stats_text());
+        let mb = run.bytes as f64 / 1e6;
+        let rate = run.events as f64 / run.seconds.max(1e-9);
+        sayln!(
+            "throughput: {} events, {mb:.1} MB in {:.3} s: {:.1} M events/s, {:.0} MB/s",
+            run.events,
+            run.seconds,
+            rate / 1e6,
+            mb / run.seconds.max(1e-9)
+        );
     }
     if let Some(p) = &a.report {
         let report = serde_json::json!({ "warnings": json, "stats": chain.stats_json() });

@@ -1,0 +1,949 @@
+//! The streaming STD reader (format: see the module doc of [`super`]).
+//!
+//! [`StdReader`] scans its input once, a line at a time, out of one buffer that is
+//! refilled in place: no allocation per line, every name interned once (later
+//! occurrences are hash lookups of the borrowed token), numbers parsed in place. It
+//! hands events out in batches and keeps nothing of them, so memory does not grow
+//! with the trace: what stays is the names and the [`Normalizer`]'s per-thread state.
+//!
+//! # Thread numbering without a pre-pass
+//! A thread named `T<n>` (n < 1024) gets tid `n`; any other name gets the smallest tid
+//! that no `T<n>` of the *whole file* uses. A reader that streams cannot know the
+//! names further down, so it numbers optimistically: another name takes the smallest
+//! tid that is free and not used by a `T<n>` seen so far. That is exactly the
+//! whole-file numbering unless a `T<n>` appears later whose `n` an earlier name took;
+//! the reader then stops with [`ReadError::Renumber`] before handing out any event of
+//! that line, and the caller reads the input again from the start with the tids of
+//! every `T<n>` reserved ([`reserved_tids`], a scan of the thread columns only). Only
+//! traces that mix `T<n>` names with other names, a `T<n>` after the name that took
+//! its number, pay for the second pass; all others are read once.
+
+use std::io::{self, Read};
+use std::path::Path;
+use std::sync::Arc;
+
+use hashbrown::{HashMap, HashSet};
+
+use crate::env::SiteInfo;
+use crate::event::{MethodId, ObjId, OwnedEvent, OwnedKind, SiteId, Spec, Tid};
+
+use super::env::{MAX_NUMBERED_TID, numbered_tid};
+use super::{Normalizer, TOKEN_SITE_BIT, TraceEnv, TraceError};
+
+/// Where a trace comes from: bytes in memory or a file (opened once per pass).
+#[derive(Clone, Copy, Debug)]
+pub enum TraceInput<'a> {
+    Bytes(&'a [u8]),
+    File(&'a Path),
+}
+
+impl<'a> TraceInput<'a> {
+    /// A fresh reader over the whole input.
+    pub fn open(&self) -> io::Result<Box<dyn Read + Send + 'a>> {
+        Ok(match *self {
+            TraceInput::Bytes(b) => Box::new(b),
+            TraceInput::File(p) => Box::new(std::fs::File::open(p)?),
+        })
+    }
+}
+
+/// Why [`StdReader::read_batch`] stopped.
+#[derive(Debug)]
+pub enum ReadError {
+    /// A malformed line.
+    Trace(TraceError),
+    /// The input could not be read; `line` is the last line read completely.
+    Io { line: usize, error: io::Error },
+    /// A `T<n>` name appeared after another name took tid `n` (see the module doc):
+    /// read the input again with [`StdReader::with_reserved`] and [`reserved_tids`].
+    Renumber,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Trace(e) => write!(f, "{e}"),
+            ReadError::Io { line, error } => {
+                write!(f, "{line}: read error after this line: {error}")
+            }
+            ReadError::Renumber => f.write_str("thread numbering needs a second pass"),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+fn err(line: usize, message: impl Into<String>) -> ReadError {
+    ReadError::Trace(TraceError {
+        line,
+        message: message.into(),
+    })
+}
+
+/// Lines out of one reusable buffer.
+struct Lines<R> {
+    src: R,
+    buf: Vec<u8>,
+    pos: usize,
+    filled: usize,
+    eof: bool,
+    line_no: usize,
+    bytes: u64,
+}
+
+const BUF_SIZE: usize = 1 << 20;
+/// The longest line the reader takes (the buffer grows to hold a line, up to this).
+pub const MAX_LINE: usize = 64 << 20;
+
+/// Why [`Lines::next_line`] failed.
+enum LineError {
+    Io(io::Error),
+    /// The next line is longer than [`MAX_LINE`].
+    TooLong,
+}
+
+impl<R: Read> Lines<R> {
+    fn new(src: R) -> Self {
+        Lines {
+            src,
+            buf: vec![0; BUF_SIZE],
+            pos: 0,
+            filled: 0,
+            eof: false,
+            line_no: 0,
+            bytes: 0,
+        }
+    }
+
+    /// The next line (without its `\n`) and its 1-based number.
+    fn next_line(&mut self) -> Result<Option<(usize, &[u8])>, LineError> {
+        let mut scanned = 0;
+        let (start, end) = loop {
+            let rest = &self.buf[self.pos + scanned..self.filled];
+            if let Some(i) = find_newline(rest) {
+                let start = self.pos;
+                let end = start + scanned + i;
+                self.pos = end + 1;
+                break (start, end);
+            }
+            if self.eof {
+                if self.pos == self.filled {
+                    return Ok(None);
+                }
+                let start = self.pos;
+                self.pos = self.filled;
+                break (start, self.filled);
+            }
+            scanned = self.filled - self.pos;
+            if self.pos > 0 {
+                self.buf.copy_within(self.pos..self.filled, 0);
+                self.filled -= self.pos;
+                self.pos = 0;
+            }
+            if self.filled == self.buf.len() {
+                let len = self.buf.len();
+                if len >= MAX_LINE {
+                    return Err(LineError::TooLong);
+                }
+                self.buf.resize((len * 2).min(MAX_LINE), 0);
+            }
+            match self.src.read(&mut self.buf[self.filled..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => {
+                    self.filled += n;
+                    self.bytes += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(LineError::Io(e)),
+            }
+        };
+        self.line_no += 1;
+        Ok(Some((self.line_no, &self.buf[start..end])))
+    }
+}
+
+/// Position of the first `\n`, a word at a time.
+fn find_newline(s: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const NL: u64 = LO * b'\n' as u64;
+    let mut i = 0;
+    while i + 8 <= s.len() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[i..i + 8]);
+        let x = u64::from_le_bytes(w) ^ NL;
+        let found = x.wrapping_sub(LO) & !x & HI;
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    s[i..].iter().position(|&b| b == b'\n').map(|p| i + p)
+}
+
+/// Names seen so far, on the reader's side ([`TraceEnv`] gets a copy of each new one).
+#[derive(Default)]
+struct Interner {
+    vars: HashMap<String, u32>,
+    objs: HashMap<String, ObjId>,
+    methods: HashMap<String, MethodId>,
+    site_tokens: HashMap<String, SiteId>,
+    threads: HashMap<String, Tid>,
+    /// Thread names by tid (`None`: free).
+    thread_names: Vec<Option<String>>,
+    /// Tids of every `T<n>` of the input, when it was scanned for them.
+    reserved: Option<HashSet<Tid>>,
+}
+
+impl Interner {
+    fn var(&mut self, env: &TraceEnv, name: &str) -> crate::event::Loc {
+        let slot = match self.vars.get(name) {
+            Some(&s) => s,
+            None => {
+                let s = self.vars.len() as u32;
+                self.vars.insert(name.to_string(), s);
+                env.add_var(s, name);
+                s
+            }
+        };
+        crate::event::Loc {
+            obj: super::VARS,
+            slot,
+        }
+    }
+    fn obj(&mut self, env: &TraceEnv, name: &str) -> ObjId {
+        if let Some(&o) = self.objs.get(name) {
+            return o;
+        }
+        let o = ObjId(self.objs.len() as u64 + 1);
+        self.objs.insert(name.to_string(), o);
+        env.add_obj(name);
+        o
+    }
+    fn opt_obj(&mut self, env: &TraceEnv, s: Option<&str>) -> Option<ObjId> {
+        match s {
+            None | Some("-") => None,
+            Some(n) => Some(self.obj(env, n)),
+        }
+    }
+    fn method(&mut self, env: &TraceEnv, name: &str) -> MethodId {
+        if let Some(&m) = self.methods.get(name) {
+            return m;
+        }
+        let m = MethodId(self.methods.len() as u32);
+        self.methods.insert(name.to_string(), m);
+        env.add_method(name);
+        m
+    }
+    fn site_token(&mut self, env: &TraceEnv, tok: &str) -> SiteId {
+        if let Some(&s) = self.site_tokens.get(tok) {
+            return s;
+        }
+        let s = SiteId(TOKEN_SITE_BIT | self.site_tokens.len() as u32);
+        self.site_tokens.insert(tok.to_string(), s);
+        env.add_site_token(tok);
+        s
+    }
+    fn is_free(&self, t: usize) -> bool {
+        self.thread_names.get(t).is_none_or(Option::is_none)
+    }
+    /// The tid of thread `name`, numbering it if it is new (see the module doc).
+    fn thread(&mut self, env: &TraceEnv, name: &str) -> Result<Tid, ReadError> {
+        if let Some(&t) = self.threads.get(name) {
+            return Ok(t);
+        }
+        let t = match numbered_tid(name) {
+            Some(n) if self.is_free(n) => n,
+            // Another name took `n`: only a scan of the whole input avoids that.
+            Some(_) if self.reserved.is_none() => return Err(ReadError::Renumber),
+            _ => (0..)
+                .find(|&i| {
+                    self.is_free(i)
+                        && !self
+                            .reserved
+                            .as_ref()
+                            .is_some_and(|r| r.contains(&(i as Tid)))
+                })
+                .unwrap_or(self.thread_names.len()),
+        };
+        if self.thread_names.len() <= t {
+            self.thread_names.resize(t + 1, None);
+        }
+        self.thread_names[t] = Some(name.to_string());
+        self.threads.insert(name.to_string(), t as Tid);
+        env.add_thread(t as Tid, name);
+        Ok(t as Tid)
+    }
+    fn thread_name(&self, t: Tid) -> String {
+        match self.thread_names.get(t as usize) {
+            Some(Some(n)) => n.clone(),
+            _ => format!("T{t}"),
+        }
+    }
+}
+
+pub(super) fn valid_name(s: &str) -> bool {
+    !s.is_empty()
+        && !s.bytes().any(|b| {
+            matches!(
+                b,
+                b'|' | b'(' | b')' | b',' | b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'
+            )
+        })
+        && (s.is_ascii() || !s.chars().any(char::is_whitespace))
+}
+
+/// The arguments of an operation, split on demand (no allocation).
+#[derive(Clone, Copy)]
+struct Args<'a> {
+    inner: Option<&'a str>,
+    len: usize,
+}
+
+impl<'a> Args<'a> {
+    fn get(&self, i: usize) -> Option<&'a str> {
+        self.inner?.split(',').nth(i).map(str::trim)
+    }
+    fn iter(&self) -> impl Iterator<Item = &'a str> + use<'a> {
+        self.inner
+            .into_iter()
+            .flat_map(|s| s.split(','))
+            .map(str::trim)
+    }
+}
+
+/// Split `op(a,b)` into `("op", [a, b])`; `op` alone has no arguments.
+fn split_op(s: &str) -> Result<(&str, Args<'_>), String> {
+    match s.find('(') {
+        None => {
+            if s.contains(')') {
+                return Err(format!("malformed operation '{s}'"));
+            }
+            Ok((
+                s,
+                Args {
+                    inner: None,
+                    len: 0,
+                },
+            ))
+        }
+        Some(open) => {
+            let Some(inner) = s[open + 1..].strip_suffix(')') else {
+                return Err(format!("malformed operation '{s}' (missing ')')"));
+            };
+            if inner.contains('(') || inner.contains(')') {
+                return Err(format!("malformed operation '{s}'"));
+            }
+            let mut len = 0;
+            for a in inner.split(',') {
+                if !valid_name(a.trim()) {
+                    return Err(format!("empty or malformed argument in '{s}'"));
+                }
+                len += 1;
+            }
+            Ok((
+                s[..open].trim(),
+                Args {
+                    inner: Some(inner),
+                    len,
+                },
+            ))
+        }
+    }
+}
+
+fn arity(op: &str, args: Args<'_>, min: usize, max: usize) -> Result<(), String> {
+    if args.len < min || args.len > max {
+        let want = if min == max {
+            format!("{min}")
+        } else if max == usize::MAX {
+            format!("at least {min}")
+        } else {
+            format!("{min} to {max}")
+        };
+        return Err(format!(
+            "operation '{op}' expects {want} argument{}, got {}",
+            if want == "1" { "" } else { "s" },
+            args.len
+        ));
+    }
+    Ok(())
+}
+
+fn number<T: std::str::FromStr>(what: &str, s: &str) -> Result<T, String> {
+    s.parse::<T>()
+        .map_err(|_| format!("{what} must be a number, got '{s}'"))
+}
+
+fn spec_of(op: &str, args: Args<'_>) -> Result<Spec, String> {
+    arity(op, args, 0, 1)?;
+    match args.get(0) {
+        None | Some("atomic") => Ok(Spec::Atomic),
+        Some("det") | Some("deterministic") => Ok(Spec::Deterministic),
+        Some(other) => Err(format!(
+            "unknown specification '{other}' (expected 'atomic' or 'det')"
+        )),
+    }
+}
+
+/// A decimal `u32` without sign or leading `+` (as the location column takes it).
+fn parse_u32(s: &str) -> Option<u32> {
+    if s.is_empty() || s.len() > 10 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse().ok();
+    }
+    let mut n: u64 = 0;
+    for b in s.bytes() {
+        n = n * 10 + (b - b'0') as u64;
+    }
+    u32::try_from(n).ok()
+}
+
+/// Everything but the lines: names, well-formedness, counters.
+struct Parser {
+    env: Arc<TraceEnv>,
+    names: Interner,
+    short: ShortNames,
+    norm: Normalizer,
+    /// Events read from the input (not counting the inserted ones).
+    events: u64,
+    finished: bool,
+}
+
+impl Parser {
+    /// Parse one `OP` column into an event kind.
+    fn kind(&mut self, op_col: &str) -> Result<OwnedKind, ReadError> {
+        let (op, args) = split_op(op_col).map_err(Msg)?;
+        let env = &*self.env;
+        let n = &mut self.names;
+        let a0 = || args.get(0).unwrap_or("");
+        let kind = match op {
+            "r" => {
+                arity(op, args, 1, 1).map_err(Msg)?;
+                OwnedKind::Read {
+                    loc: n.var(env, a0()),
+                }
+            }
+            "w" => {
+                arity(op, args, 1, 2).map_err(Msg)?;
+                OwnedKind::Write {
+                    loc: n.var(env, a0()),
+                    value: n.opt_obj(env, args.get(1)),
+                }
+            }
+            "vr" => {
+                arity(op, args, 1, 1).map_err(Msg)?;
+                OwnedKind::VolatileRead {
+                    loc: n.var(env, a0()),
+                }
+            }
+            "vw" => {
+                arity(op, args, 1, 2).map_err(Msg)?;
+                OwnedKind::VolatileWrite {
+                    loc: n.var(env, a0()),
+                    value: n.opt_obj(env, args.get(1)),
+                }
+            }
+            "acq" => {
+                arity(op, args, 1, 1).map_err(Msg)?;
+                OwnedKind::Acquire {
+                    lock: n.obj(env, a0()),
+                }
+            }
+            "rel" => {
+                arity(op, args, 1, 1).map_err(Msg)?;
+                OwnedKind::Release {
+                    lock: n.obj(env, a0()),
+                }
+            }
+            "fork" => {
+                arity(op, args, 1, usize::MAX).map_err(Msg)?;
+                let child = n.thread(env, a0())?;
+                OwnedKind::Fork {
+                    child,
+                    handed: args.iter().skip(1).map(|a| n.obj(env, a)).collect(),
+                }
+            }
+            "join" => {
+                arity(op, args, 1, 1).map_err(Msg)?;
+                match n.threads.get(a0()) {
+                    Some(&child) => OwnedKind::Join { child },
+                    None => return Err(Msg(format!("join of unknown thread {}", a0())).into()),
+                }
+            }
+            "begin" => OwnedKind::Begin {
+                spec: spec_of(op, args).map_err(Msg)?,
+            },
+            "end" => OwnedKind::End {
+                spec: spec_of(op, args).map_err(Msg)?,
+            },
+            "bar_enter" | "bar_exit" => {
+                arity(op, args, 3, 3).map_err(Msg)?;
+                let barrier = n.obj(env, a0());
+                let generation =
+                    number::<u64>("barrier generation", args.get(1).unwrap_or("")).map_err(Msg)?;
+                let parties =
+                    number::<u32>("barrier parties", args.get(2).unwrap_or("")).map_err(Msg)?;
+                if op == "bar_enter" {
+                    OwnedKind::BarrierEnter {
+                        barrier,
+                        generation,
+                        parties,
+                    }
+                } else {
+                    OwnedKind::BarrierExit {
+                        barrier,
+                        generation,
+                        parties,
+                    }
+                }
+            }
+            "enter" => {
+                arity(op, args, 1, usize::MAX).map_err(Msg)?;
+                OwnedKind::Enter {
+                    method: n.method(env, a0()),
+                    receiver: n.opt_obj(env, args.get(1)),
+                    args: args.iter().skip(2).map(|a| n.obj(env, a)).collect(),
+                }
+            }
+            "exit" => {
+                arity(op, args, 1, 2).map_err(Msg)?;
+                OwnedKind::Exit {
+                    method: n.method(env, a0()),
+                    ret: n.opt_obj(env, args.get(1)),
+                }
+            }
+            "alloc" => {
+                arity(op, args, 1, 1).map_err(Msg)?;
+                OwnedKind::Alloc {
+                    obj: n.obj(env, a0()),
+                }
+            }
+            "tstart" => {
+                arity(op, args, 0, 0).map_err(Msg)?;
+                OwnedKind::ThreadStart
+            }
+            "tend" => {
+                arity(op, args, 0, 0).map_err(Msg)?;
+                OwnedKind::ThreadEnd
+            }
+            "" => return Err(Msg("missing operation".to_string()).into()),
+            other => return Err(Msg(format!("unknown operation '{other}'")).into()),
+        };
+        Ok(kind)
+    }
+
+    /// `# site N POSITION [METHOD]` and `# capvm-record …` headers; other comments are
+    /// ignored.
+    fn comment(&mut self, line_no: usize, text: &str) -> Result<(), ReadError> {
+        let body = text.trim_start_matches('#').trim();
+        let mut words = body.split_whitespace();
+        match words.next() {
+            Some("capvm-record") => {
+                // The header decides how warnings fold, before the first event is
+                // analysed.
+                if self.events > 0 {
+                    return Err(err(
+                        line_no,
+                        "'# capvm-record' header after the first event (it must come before every event)",
+                    ));
+                }
+                self.env.set_recorded();
+            }
+            Some("site") => {
+                let n = words
+                    .next()
+                    .ok_or_else(|| err(line_no, "site header without a number"))?;
+                let n: u32 = number("site number", n).map_err(|m| err(line_no, m))?;
+                let position = words
+                    .next()
+                    .ok_or_else(|| err(line_no, "site header without a position"))?
+                    .to_string();
+                let method = words.next().map(str::to_string);
+                self.env.add_site(n, SiteInfo { position, method });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// One line (already trimmed, not empty, not a comment) into `out`.
+    fn event(
+        &mut self,
+        line_no: usize,
+        line: &str,
+        out: &mut Vec<OwnedEvent>,
+    ) -> Result<(), ReadError> {
+        let at = |e: ReadError| match e {
+            ReadError::Trace(t) if t.line == 0 => err(line_no, t.message),
+            e => e,
+        };
+        let mut cols = line.split('|');
+        let thread = cols.next().unwrap_or("").trim();
+        let (Some(op), loc, None) = (cols.next(), cols.next(), cols.next()) else {
+            return Err(err(
+                line_no,
+                format!("expected 'THREAD|OP|LOCATION', got '{line}'"),
+            ));
+        };
+        if !valid_name(thread) {
+            return Err(err(line_no, format!("malformed thread name '{thread}'")));
+        }
+        let tid = self.names.thread(&self.env, thread)?;
+        let kind = self.kind(op.trim()).map_err(at)?;
+        let site = match loc.map(str::trim) {
+            // No location: the line number (so every event has a site of its own).
+            None | Some("") => SiteId(line_no as u32 & !TOKEN_SITE_BIT),
+            Some(tok) => match parse_u32(tok) {
+                Some(n) if n & TOKEN_SITE_BIT == 0 => SiteId(n),
+                _ if valid_name(tok) => self.names.site_token(&self.env, tok),
+                _ => return Err(err(line_no, format!("malformed location '{tok}'"))),
+            },
+        };
+        let ev = OwnedEvent {
+            tid,
+            site,
+            index: line_no as u64,
+            kind,
+        };
+        self.events += 1;
+        let names = &self.names;
+        self.norm
+            .push_named(ev, &|t| names.thread_name(t), out)
+            .map_err(|m| err(line_no, m))
+    }
+}
+
+/// Byte classes of the fast path ([`Parser::fast_event`]): `PLAIN` bytes may appear in
+/// names (printable ASCII but the delimiters `|`, `(`, `)`, `,`); a name with any
+/// other byte (whitespace, non-ASCII, control bytes) sends the line to the general
+/// path.
+const OTHER: u8 = 0;
+const PLAIN: u8 = 1;
+const CLASS: [u8; 256] = {
+    let mut t = [OTHER; 256];
+    let mut b = 0x21;
+    while b < 0x7f {
+        t[b] = PLAIN;
+        b += 1;
+    }
+    t[b'|' as usize] = OTHER;
+    t[b'(' as usize] = OTHER;
+    t[b')' as usize] = OTHER;
+    t[b',' as usize] = OTHER;
+    t
+};
+
+/// A name of at most 15 bytes as one integer (its bytes and its length), so that the
+/// names of the common lines are found without comparing strings.
+fn short_key(b: &[u8]) -> Option<u128> {
+    if b.len() > 15 {
+        return None;
+    }
+    // Built in registers: copying into a byte array and loading it as one integer
+    // stalls on store forwarding.
+    let mut k = (b.len() as u128) << 120;
+    for (i, &c) in b.iter().enumerate() {
+        k |= (c as u128) << (8 * i);
+    }
+    Some(k)
+}
+
+/// The interned ids of short names, by [`short_key`] (a cache in front of [`Interner`]).
+#[derive(Default)]
+struct ShortNames {
+    /// The thread of the previous fast line (threads often act several lines in a row).
+    last_thread: Option<(u128, Tid)>,
+    /// Threads are few: a list scanned in order, then a map.
+    thread_list: Vec<(u128, Tid)>,
+    threads: HashMap<u128, Tid>,
+    vars: HashMap<u128, u32>,
+    objs: HashMap<u128, ObjId>,
+}
+
+impl ShortNames {
+    fn thread(&mut self, k: u128) -> Option<Tid> {
+        if let Some((x, t)) = self.last_thread
+            && x == k
+        {
+            return Some(t);
+        }
+        let t = match self.thread_list.iter().find(|(x, _)| *x == k) {
+            Some(&(_, t)) => Some(t),
+            None => self.threads.get(&k).copied(),
+        }?;
+        self.last_thread = Some((k, t));
+        Some(t)
+    }
+    fn add_thread(&mut self, k: u128, t: Tid) {
+        if self.thread_list.len() < 16 {
+            self.thread_list.push((k, t));
+        } else {
+            self.threads.insert(k, t);
+        }
+    }
+}
+
+impl Parser {
+    /// The common lines, `THREAD|OP(NAME)|SITE` with `OP` one of `r`, `w`, `acq`,
+    /// `rel`, names of printable ASCII and a decimal site, parsed straight from the
+    /// bytes; `None` (nothing done) for any other line, which the general path reads.
+    /// Accepts only lines the general path reads the same way.
+    fn fast_event(
+        &mut self,
+        line_no: usize,
+        b: &[u8],
+        out: &mut Vec<OwnedEvent>,
+    ) -> Option<Result<(), ReadError>> {
+        // `THREAD` up to the first `|`, `OP` up to the next `(`, `NAME` up to the next
+        // `)`, then `|` and the digits to the end: the delimiters are found by plain
+        // searches, the names then checked to hold no other delimiter.
+        let find = |from: usize, c: u8| {
+            b.get(from..)
+                .and_then(|r| r.iter().position(|&x| x == c))
+                .map(|i| from + i)
+        };
+        let p1 = find(0, b'|')?;
+        let open = find(p1 + 1, b'(')?;
+        let close = find(open + 1, b')')?;
+        let p2 = close + 1;
+        if b.get(p2) != Some(&b'|') || p1 == 0 || close == open + 1 || b[0] == b'#' {
+            return None;
+        }
+        let plain = |s: &[u8]| s.iter().all(|&c| CLASS[c as usize] == PLAIN);
+        if !plain(&b[..p1]) || !plain(&b[open + 1..close]) {
+            return None;
+        }
+        let digits = &b[p2 + 1..];
+        if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let site = digits.iter().fold(0u64, |n, &d| n * 10 + (d - b'0') as u64);
+        if site >= TOKEN_SITE_BIT as u64 {
+            return None;
+        }
+        let (thread, op, arg) = (&b[..p1], &b[p1 + 1..open], &b[open + 1..close]);
+        #[derive(Clone, Copy)]
+        enum Op {
+            R,
+            W,
+            Acq,
+            Rel,
+        }
+        let op = match op {
+            [b'r'] => Op::R,
+            [b'w'] => Op::W,
+            [b'a', b'c', b'q'] => Op::Acq,
+            [b'r', b'e', b'l'] => Op::Rel,
+            _ => return None,
+        };
+        // Every byte is printable ASCII: the `str`s cannot fail.
+        let text = |b: &[u8]| std::str::from_utf8(b).unwrap_or_default().to_owned();
+        let tid = match short_key(thread).and_then(|k| self.short.thread(k)) {
+            Some(t) => t,
+            None => match self.names.thread(&self.env, &text(thread)) {
+                Ok(t) => {
+                    if let Some(k) = short_key(thread) {
+                        self.short.add_thread(k, t);
+                    }
+                    t
+                }
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        let kind = match op {
+            Op::R | Op::W => {
+                let slot = match short_key(arg).and_then(|k| self.short.vars.get(&k)) {
+                    Some(&s) => s,
+                    None => {
+                        let loc = self.names.var(&self.env, &text(arg));
+                        if let Some(k) = short_key(arg) {
+                            self.short.vars.insert(k, loc.slot);
+                        }
+                        loc.slot
+                    }
+                };
+                let loc = crate::event::Loc {
+                    obj: super::VARS,
+                    slot,
+                };
+                match op {
+                    Op::R => OwnedKind::Read { loc },
+                    _ => OwnedKind::Write { loc, value: None },
+                }
+            }
+            Op::Acq | Op::Rel => {
+                let lock = match short_key(arg).and_then(|k| self.short.objs.get(&k)) {
+                    Some(&o) => o,
+                    None => {
+                        let o = self.names.obj(&self.env, &text(arg));
+                        if let Some(k) = short_key(arg) {
+                            self.short.objs.insert(k, o);
+                        }
+                        o
+                    }
+                };
+                match op {
+                    Op::Acq => OwnedKind::Acquire { lock },
+                    _ => OwnedKind::Release { lock },
+                }
+            }
+        };
+        let ev = OwnedEvent {
+            tid,
+            site: SiteId(site as u32),
+            index: line_no as u64,
+            kind,
+        };
+        self.events += 1;
+        let names = &self.names;
+        Some(
+            self.norm
+                .push_named(ev, &|t| names.thread_name(t), out)
+                .map_err(|m| err(line_no, m)),
+        )
+    }
+}
+
+/// A message without its line yet (filled in by [`Parser::event`]).
+struct Msg(String);
+
+impl From<Msg> for ReadError {
+    fn from(m: Msg) -> Self {
+        err(0, m.0)
+    }
+}
+
+/// The streaming reader: events in batches, names into a shared [`TraceEnv`].
+pub struct StdReader<R> {
+    lines: Lines<R>,
+    p: Parser,
+    /// A line that is not UTF-8, with its invalid bytes replaced (as
+    /// `String::from_utf8_lossy` does for the whole file).
+    lossy: String,
+}
+
+impl<R: Read> StdReader<R> {
+    /// A reader of `src` that names ids in `env` (a fresh [`TraceEnv`]), numbering
+    /// threads as it goes (it may stop with [`ReadError::Renumber`]).
+    pub fn new(src: R, env: Arc<TraceEnv>) -> Self {
+        StdReader {
+            lines: Lines::new(src),
+            p: Parser {
+                env,
+                names: Interner::default(),
+                short: ShortNames::default(),
+                norm: Normalizer::new(),
+                events: 0,
+                finished: false,
+            },
+            lossy: String::new(),
+        }
+    }
+
+    /// A reader that knows the tids of every `T<n>` of its input ([`reserved_tids`]):
+    /// it never stops with [`ReadError::Renumber`].
+    pub fn with_reserved(src: R, env: Arc<TraceEnv>, reserved: HashSet<Tid>) -> Self {
+        let mut r = Self::new(src, env);
+        r.p.names.reserved = Some(reserved);
+        r
+    }
+
+    /// Append the events of the next lines to `out` until it holds at least `max`
+    /// events or the input ends (the reader's inserted thread starts and ends
+    /// included). Returns whether more may follow: `false` once the trace has ended
+    /// (its final thread ends are then in `out`).
+    pub fn read_batch(&mut self, out: &mut Vec<OwnedEvent>, max: usize) -> Result<bool, ReadError> {
+        if self.p.finished {
+            return Ok(false);
+        }
+        while out.len() < max {
+            let line_no = self.lines.line_no;
+            let next = self.lines.next_line().map_err(|e| match e {
+                LineError::Io(error) => ReadError::Io {
+                    line: line_no,
+                    error,
+                },
+                LineError::TooLong => err(
+                    line_no + 1,
+                    format!("line longer than {} MiB", MAX_LINE >> 20),
+                ),
+            })?;
+            let Some((line_no, bytes)) = next else {
+                self.p.norm.finish(out);
+                self.p.finished = true;
+                return Ok(false);
+            };
+            if let Some(done) = self.p.fast_event(line_no, bytes, out) {
+                done?;
+                continue;
+            }
+            let raw = match std::str::from_utf8(bytes) {
+                Ok(s) => s,
+                Err(_) => {
+                    self.lossy = String::from_utf8_lossy(bytes).into_owned();
+                    &self.lossy
+                }
+            };
+            let line = raw.trim();
+            if line.is_empty() {
+                continue;
+            }
+            if line.starts_with('#') {
+                self.p.comment(line_no, line)?;
+                continue;
+            }
+            self.p.event(line_no, line, out)?;
+        }
+        Ok(true)
+    }
+
+    /// Events read from the input so far (not counting inserted ones).
+    pub fn events(&self) -> u64 {
+        self.p.events
+    }
+
+    /// Bytes read from the input so far.
+    pub fn bytes(&self) -> u64 {
+        self.lines.bytes
+    }
+}
+
+/// The tids of every `T<n>` thread name of the input (event threads and `fork`/`join`
+/// arguments): the reservation [`StdReader::with_reserved`] needs. Reads the thread
+/// and operation columns only; malformed lines are left to the reader proper.
+pub fn reserved_tids<R: Read>(src: R) -> io::Result<HashSet<Tid>> {
+    let mut lines = Lines::new(src);
+    let mut out = HashSet::new();
+    let mut reserve = |name: &str| {
+        if let Some(n) = numbered_tid(name) {
+            debug_assert!(n < MAX_NUMBERED_TID);
+            out.insert(n as Tid);
+        }
+    };
+    loop {
+        let (_, bytes) = match lines.next_line() {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
+            Err(LineError::Io(e)) => return Err(e),
+            // The reader proper reports it.
+            Err(LineError::TooLong) => break,
+        };
+        let text = String::from_utf8_lossy(bytes);
+        let line = text.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut cols = line.split('|').map(str::trim);
+        if let Some(t) = cols.next() {
+            reserve(t);
+        }
+        if let Some(op) = cols.next()
+            && let Some(args) = op
+                .strip_prefix("fork(")
+                .or_else(|| op.strip_prefix("join("))
+        {
+            reserve(args.split([',', ')']).next().unwrap_or("").trim());
+        }
+    }
+    Ok(out)
+}
