@@ -35,6 +35,7 @@
 //! transaction taken after its last synchronization event (only the thread's own
 //! events change them).
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -104,12 +105,58 @@ pub struct CfView {
     pub tx: Option<Arc<CfTx>>,
 }
 
+/// The operations a variable's state remembers, for [`Stored`].
+const VAR_OPS: [&str; 4] = ["read", "write", "volatile read", "volatile write"];
+
+/// A [`CfAccess`] to a variable as a cell keeps it: 24 bytes instead of 40, and a
+/// niche for `Option` (a clock is never 0: every thread's own entry starts at 1).
+#[derive(Clone, Copy, Debug)]
+struct Stored {
+    tid: Tid,
+    clock: NonZeroU32,
+    site: SiteId,
+    ctx: CtxId,
+    /// The trace line shifted left by 2, the index in [`VAR_OPS`] in the low bits.
+    event_op: u64,
+}
+
+impl Stored {
+    fn of(a: &CfAccess) -> Stored {
+        debug_assert!(a.clock > 0 && a.event < 1 << 62, "{a:?}");
+        debug_assert!(VAR_OPS.contains(&a.op), "{a:?}");
+        let op = VAR_OPS.iter().position(|o| *o == a.op).unwrap_or(0) as u64;
+        Stored {
+            tid: a.tid,
+            clock: NonZeroU32::new(a.clock).unwrap_or(NonZeroU32::MIN),
+            site: a.site,
+            ctx: a.ctx,
+            event_op: (a.event << 2) | op,
+        }
+    }
+
+    fn access(self) -> CfAccess {
+        CfAccess {
+            tid: self.tid,
+            clock: self.clock.get(),
+            op: VAR_OPS[(self.event_op & 3) as usize],
+            site: self.site,
+            ctx: self.ctx,
+            event: self.event_op >> 2,
+        }
+    }
+
+    #[inline]
+    fn ordered(&self, vc: &VectorClock) -> bool {
+        self.clock.get() <= vc.get(self.tid)
+    }
+}
+
 struct VarState {
     tx: Arc<CfTx>,
     /// A conflict on this variable was reported in this transaction.
     reported: bool,
-    write: Option<CfAccess>,
-    reads: Small<CfAccess>,
+    write: Option<Stored>,
+    reads: Small<Stored>,
 }
 
 /// The state of one variable: per live transaction that touched it, the last write
@@ -177,7 +224,7 @@ impl CfCell {
         loc: Loc,
         write: bool,
         cur: CfAccess,
-    ) -> (bool, Option<CfConflict>) {
+    ) -> (bool, Option<Box<CfConflict>>) {
         let Some(tx) = &th.tx else {
             return (false, None);
         };
@@ -198,26 +245,27 @@ impl CfCell {
             .iter_mut()
             .find(|v| Arc::ptr_eq(&v.tx, tx))
             .expect("present");
-        let mut conflict = st.write.filter(|w| !ordered(w, vc));
+        let stored = Stored::of(&cur);
+        let mut conflict = st.write.filter(|w| !w.ordered(vc));
         if write {
             if conflict.is_none() {
-                conflict = st.reads.iter().find(|r| !ordered(r, vc)).copied();
+                conflict = st.reads.iter().find(|r| !r.ordered(vc)).copied();
             }
-            st.write = Some(cur);
+            st.write = Some(stored);
             st.reads.clear();
         } else {
-            st.reads.replace_or_push(|r| r.tid == t, cur);
+            st.reads.replace_or_push(|r| r.tid == t, stored);
         }
         let found = match conflict {
             Some(prev) if !st.reported => {
                 st.reported = true;
-                Some(CfConflict {
+                Some(Box::new(CfConflict {
                     target: Target::Var(loc),
                     xid: tx.xid,
                     begin: tx.begin,
-                    prev,
+                    prev: prev.access(),
                     cur,
-                })
+                }))
             }
             _ => None,
         };
@@ -422,7 +470,7 @@ impl Cf {
                 let cell = self.vars.entry(loc).or_default();
                 let (checked, found) = cell.access(&view, loc, write, cur);
                 self.checks += u64::from(checked);
-                out.extend(found);
+                out.extend(found.map(|c| *c));
             }
             _ => {}
         }

@@ -181,7 +181,11 @@ impl SingleTrack {
         w
     }
 
-    fn report(&self, conflicts: &[CfConflict], cycles: &[Violation]) {
+    fn report<'a>(
+        &self,
+        conflicts: impl IntoIterator<Item = &'a CfConflict>,
+        cycles: &[Violation],
+    ) {
         for c in conflicts {
             self.shared.reporter.report(self.conflict_warning(c));
         }
@@ -255,7 +259,9 @@ impl SingleTrack {
             }
             (conflict, cycles)
         };
-        self.report(conflict.as_slice(), &cycles);
+        if conflict.is_some() || !cycles.is_empty() {
+            self.report(conflict.as_deref(), &cycles);
+        }
     }
 }
 
@@ -311,5 +317,21 @@ impl Pass for SingleTrack {
             "xs_searches": g.searches,
             "xs_cycles": g.cycles,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A location's state is streamed on every access: keep the common case (one
+    /// transaction, one reader) within two cache lines.
+    #[test]
+    fn a_cell_fits_two_cache_lines() {
+        assert!(
+            std::mem::size_of::<SpinCell<Cell>>() <= 128,
+            "{} bytes",
+            std::mem::size_of::<SpinCell<Cell>>()
+        );
     }
 }

@@ -22,12 +22,14 @@ impl<T> Default for Small<T> {
 }
 
 impl<T> Small<T> {
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = &T> {
         self.first
             .iter()
             .chain(self.rest.iter().flat_map(|r| r.iter()))
     }
 
+    #[inline]
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
         self.first
             .iter_mut()
@@ -35,6 +37,7 @@ impl<T> Small<T> {
     }
 
     /// Append `v`; returns it.
+    #[inline]
     pub fn push(&mut self, v: T) -> &mut T {
         if self.first.is_none() {
             // `first` empty means `rest` empty: elements are only ever removed all at
@@ -47,6 +50,7 @@ impl<T> Small<T> {
     }
 
     /// Replace the first element for which `is` holds by `v`, or append `v`.
+    #[inline]
     pub fn replace_or_push(&mut self, is: impl Fn(&T) -> bool, v: T) {
         if let Some(x) = self.iter_mut().find(|x| is(x)) {
             *x = v;
@@ -56,6 +60,7 @@ impl<T> Small<T> {
     }
 
     /// Remove every element (keeping the spill allocation).
+    #[inline]
     pub fn clear(&mut self) {
         self.first = None;
         if let Some(r) = &mut self.rest {
