@@ -36,11 +36,13 @@
 //! the new writer's node. Lock edges from the last release suffice because lock operations
 //! alternate and the holder's program order links them.
 
+use std::sync::Arc;
+
 use hashbrown::HashMap;
 
 use crate::ctx::CtxId;
 use crate::event::{Event, EventKind, Loc, ObjId, SiteId, Spec, Tid};
-use crate::txgraph::graph::{Cycle, EdgeOutcome, GraphStats, NodeId, TxGraph};
+use crate::txgraph::graph::{Cycle, EdgeOutcome, GraphStats, Liveness, NodeId, TxGraph};
 
 /// Which blocks are transactions and what forked threads do.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -315,6 +317,36 @@ impl TxHb {
         found
     }
 
+    /// `(inside, last[t])`: what [`decide_access`] needs of thread `t`. Only `t`'s own
+    /// events change it (a fork sets the child's before the child acts).
+    pub fn thread_view(&self, t: Tid) -> (bool, Option<NodeId>) {
+        self.threads
+            .get(&t)
+            .map_or((false, None), |th| (th.inside, th.last))
+    }
+
+    /// The graph's lock-free liveness view (see [`decide_access`]).
+    pub fn liveness(&self) -> Arc<Liveness> {
+        self.graph.liveness()
+    }
+
+    /// A read or write of `loc` (also volatile) whose per-location state the caller
+    /// keeps: `sources` are the last writer's and, for a write, the readers' nodes.
+    /// Returns the node the access ran in (the caller stores it as described in the
+    /// module doc) and the cycles it closed. Equivalent to [`TxHb::event`] on the same
+    /// access with the same per-location state.
+    pub fn access(
+        &mut self,
+        ev: &Event<'_>,
+        ctx: CtxId,
+        loc: Loc,
+        sources: &[Option<NodeId>],
+    ) -> (Option<NodeId>, Vec<Violation>) {
+        let mut found = Vec::new();
+        let n = self.op(ev, ctx, sources, Reason::Communication(loc), &mut found);
+        (n, found)
+    }
+
     /// [XS BEGIN] for the outermost begin; nested begins only count depth.
     fn begin(&mut self, ev: &Event<'_>, ctx: CtxId, found: &mut Vec<Violation>) {
         let t = ev.tid;
@@ -462,4 +494,34 @@ impl TxHb {
     pub fn shadow_entries(&self) -> usize {
         self.writer.len() + self.readers.len() + self.unlock.len() + self.episodes.len()
     }
+}
+
+/// Decide an access of a thread with `(inside, last)` ([`TxHb::thread_view`]) from the
+/// lock-free [`Liveness`] view alone, when it needs neither an edge nor a node: every
+/// live source is the node it runs in. Returns that node (⊥ if none), or `None` when
+/// the graph must decide ([`TxHb::access`]). Exactly [`TxHb::access`]'s answer in
+/// that case: inside, edges from ⊥ or from the target itself are ignored; outside,
+/// the operation merges into `last[t]` when no other live source reaches it and
+/// `last[t]` is closed. Both facts only ever become true for good (see [`Liveness`]),
+/// so the answer holds whenever the graph's owner looks next.
+#[inline]
+pub fn decide_access(
+    live: &Liveness,
+    inside: bool,
+    last: Option<NodeId>,
+    sources: impl IntoIterator<Item = NodeId>,
+) -> Option<Option<NodeId>> {
+    let last = last.filter(|l| live.is_live(*l));
+    if inside && last.is_none() {
+        return Some(None);
+    }
+    for s in sources {
+        if Some(s) != last && live.is_live(s) {
+            return None;
+        }
+    }
+    if !inside && last.is_some_and(|l| live.is_open(l)) {
+        return None;
+    }
+    Some(last)
 }

@@ -16,8 +16,12 @@
 //!   back as ⊥ and edges from or to it are ignored — sound by the same argument.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::HashMap;
+
+use crate::passes::shadow::PageTable;
 
 /// A generation-checked handle to a node.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -78,8 +82,48 @@ struct Slot<N> {
     node: Option<Node<N>>,
 }
 
+/// A lock-free view of which nodes are live and which are open, for callers that decide
+/// an operation without the graph (an access whose sources are all ⊥ or its own node
+/// needs no edge). Per slot one word: `generation << 2 | live << 1 | open`, written by the graph's
+/// owner, readable by anyone at any time. Both facts are monotonic for a handle (a
+/// collected node never comes back; a closed node never reopens: only an open node gains
+/// holders), so an answer read without the graph's lock stays true afterwards.
+#[derive(Default)]
+pub struct Liveness {
+    words: PageTable<AtomicU64>,
+}
+
+impl Liveness {
+    #[inline]
+    fn word(&self, id: NodeId) -> u64 {
+        self.words
+            .get(u64::from(id.idx) << 3)
+            .load(Ordering::Acquire)
+    }
+
+    fn set(&self, idx: u32, generation: u32, live: bool, open: bool) {
+        let w = (u64::from(generation) << 2) | (u64::from(live) << 1) | u64::from(open);
+        self.words
+            .get(u64::from(idx) << 3)
+            .store(w, Ordering::Release);
+    }
+
+    /// Whether the handle still names a node.
+    #[inline]
+    pub fn is_live(&self, id: NodeId) -> bool {
+        self.word(id) >> 1 == (u64::from(id.generation) << 1) | 1
+    }
+
+    /// Whether the handle names a live node some thread still executes in.
+    #[inline]
+    pub fn is_open(&self, id: NodeId) -> bool {
+        self.word(id) == (u64::from(id.generation) << 2) | 3
+    }
+}
+
 pub struct TxGraph<N, E> {
     slots: Vec<Slot<N>>,
+    live: Arc<Liveness>,
     free: Vec<u32>,
     edges: HashMap<(u32, u32), E>,
     next_ord: u64,
@@ -97,6 +141,7 @@ impl<N: Clone, E: Clone> TxGraph<N, E> {
     pub fn new() -> Self {
         TxGraph {
             slots: Vec::new(),
+            live: Arc::default(),
             free: Vec::new(),
             edges: HashMap::new(),
             next_ord: 0,
@@ -119,7 +164,7 @@ impl<N: Clone, E: Clone> TxGraph<N, E> {
         self.stats.nodes_created += 1;
         self.stats.live_nodes += 1;
         self.stats.max_live_nodes = self.stats.max_live_nodes.max(self.stats.live_nodes);
-        if let Some(idx) = self.free.pop() {
+        let id = if let Some(idx) = self.free.pop() {
             let slot = &mut self.slots[idx as usize];
             slot.node = Some(node);
             NodeId {
@@ -135,7 +180,14 @@ impl<N: Clone, E: Clone> TxGraph<N, E> {
                 node: Some(node),
             });
             NodeId { idx, generation: 0 }
-        }
+        };
+        self.live.set(id.idx, id.generation, true, true);
+        id
+    }
+
+    /// The lock-free liveness view of this graph (shared, kept up to date).
+    pub fn liveness(&self) -> Arc<Liveness> {
+        self.live.clone()
     }
 
     fn node(&self, id: NodeId) -> Option<&Node<N>> {
@@ -197,6 +249,9 @@ impl<N: Clone, E: Clone> TxGraph<N, E> {
     pub fn release(&mut self, id: NodeId) {
         if let Some(n) = self.node_mut(id) {
             n.holders = n.holders.saturating_sub(1);
+            if n.holders == 0 {
+                self.live.set(id.idx, id.generation, true, false);
+            }
             self.collect_from(id.idx);
         }
     }
@@ -216,6 +271,7 @@ impl<N: Clone, E: Clone> TxGraph<N, E> {
             let slot = &mut self.slots[i as usize];
             let node = slot.node.take().expect("checked above");
             slot.generation = slot.generation.wrapping_add(1);
+            self.live.set(i, slot.generation, false, false);
             self.free.push(i);
             self.stats.nodes_collected += 1;
             self.stats.live_nodes -= 1;
@@ -391,6 +447,14 @@ impl<N: Clone, E: Clone> TxGraph<N, E> {
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut count = 0;
         for (i, s) in self.slots.iter().enumerate() {
+            let id = NodeId {
+                idx: i as u32,
+                generation: s.generation,
+            };
+            let open = s.node.as_ref().is_some_and(|n| n.holders > 0);
+            if self.live.is_live(id) != s.node.is_some() || self.live.is_open(id) != open {
+                return Err(format!("node {i}: the lock-free liveness view disagrees"));
+            }
             let Some(n) = &s.node else { continue };
             count += 1;
             for &w in &n.outs {

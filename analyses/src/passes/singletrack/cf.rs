@@ -24,13 +24,28 @@
 //!   and later writes must be ordered after it.
 //! - A check that fails is reported and the state is updated anyway (pitfall 7); the pass
 //!   reports one conflict per (location or lock, transaction).
-//! - State of a transaction is dropped when its last member thread leaves it.
+//! - State of a transaction is dropped when its last member thread leaves it: its lock
+//!   entries at once, its per-location entries ([`CfCell`]) by the next access to the
+//!   location (they name the transaction through a shared [`CfTx`] marked dead).
+//!
+//! Storage: synchronization events (and lock operations) update [`Cf`], which the pass
+//! keeps behind one lock. A variable's state lives in its own [`CfCell`], which the
+//! pass keeps in a direct-mapped shadow table, one lock per location; an access reads
+//! only that cell and the accessing thread's [`CfView`], a copy of its clock and
+//! transaction taken after its last synchronization event (only the thread's own
+//! events change them).
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use hashbrown::{HashMap, HashSet};
 
 use crate::ctx::CtxId;
 use crate::event::{Event, EventKind, Loc, ObjId, SiteId, Spec, Tid};
 use crate::vc::{Clock, VectorClock};
+
+use super::small::Small;
 
 /// A transaction (deterministic computation) id.
 pub type Xid = u64;
@@ -65,36 +80,111 @@ pub struct CfConflict {
     pub cur: CfAccess,
 }
 
+/// A live or finished transaction, as per-location entries name it.
+#[derive(Debug)]
+pub struct CfTx {
+    pub xid: Xid,
+    /// The `begin` that opened it.
+    pub begin: CfAccess,
+    /// Its last member left: entries naming it are garbage.
+    dead: AtomicBool,
+}
+
 #[derive(Debug)]
 struct CfThread {
     vc: VectorClock,
-    xid: Option<Xid>,
+    tx: Option<Arc<CfTx>>,
     depth: u32,
     owner: bool,
 }
 
-#[derive(Default)]
+/// What an access needs of its thread: its clock and its transaction.
+#[derive(Clone, Debug, Default)]
+pub struct CfView {
+    pub vc: VectorClock,
+    pub tx: Option<Arc<CfTx>>,
+}
+
+/// The operations a variable's state remembers, for [`Stored`].
+const VAR_OPS: [&str; 4] = ["read", "write", "volatile read", "volatile write"];
+
+/// A [`CfAccess`] to a variable as a cell keeps it: 24 bytes instead of 40, and a
+/// niche for `Option` (a clock is never 0: every thread's own entry starts at 1).
+#[derive(Clone, Copy, Debug)]
+struct Stored {
+    tid: Tid,
+    clock: NonZeroU32,
+    site: SiteId,
+    ctx: CtxId,
+    /// The trace line shifted left by 2, the index in [`VAR_OPS`] in the low bits.
+    event_op: u64,
+}
+
+impl Stored {
+    fn of(a: &CfAccess) -> Stored {
+        debug_assert!(a.clock > 0 && a.event < 1 << 62, "{a:?}");
+        debug_assert!(VAR_OPS.contains(&a.op), "{a:?}");
+        let op = VAR_OPS.iter().position(|o| *o == a.op).unwrap_or(0) as u64;
+        Stored {
+            tid: a.tid,
+            clock: NonZeroU32::new(a.clock).unwrap_or(NonZeroU32::MIN),
+            site: a.site,
+            ctx: a.ctx,
+            event_op: (a.event << 2) | op,
+        }
+    }
+
+    fn access(self) -> CfAccess {
+        CfAccess {
+            tid: self.tid,
+            clock: self.clock.get(),
+            op: VAR_OPS[(self.event_op & 3) as usize],
+            site: self.site,
+            ctx: self.ctx,
+            event: self.event_op >> 2,
+        }
+    }
+
+    #[inline]
+    fn ordered(&self, vc: &VectorClock) -> bool {
+        self.clock.get() <= vc.get(self.tid)
+    }
+}
+
 struct VarState {
-    write: Option<CfAccess>,
-    reads: Vec<CfAccess>,
+    tx: Arc<CfTx>,
+    /// A conflict on this variable was reported in this transaction.
+    reported: bool,
+    write: Option<Stored>,
+    reads: Small<Stored>,
+}
+
+/// The state of one variable: per live transaction that touched it, the last write
+/// and each thread's last read since.
+#[derive(Default)]
+pub struct CfCell {
+    vars: Small<VarState>,
 }
 
 struct XidState {
     members: u32,
-    begin: CfAccess,
-    vars: Vec<Loc>,
+    tx: Arc<CfTx>,
     locks: Vec<ObjId>,
 }
 
 #[derive(Default)]
 pub struct Cf {
     threads: HashMap<Tid, CfThread>,
-    vars: HashMap<(Loc, Xid), VarState>,
     locks: HashMap<(ObjId, Xid), CfAccess>,
     xids: HashMap<Xid, XidState>,
     barriers: HashMap<(ObjId, u64), (VectorClock, u32)>,
-    reported: HashSet<(Target, Xid)>,
+    /// Locks already reported per transaction.
+    reported: HashSet<(ObjId, Xid)>,
+    /// Variables, when accesses come through [`Cf::event`] (sequential use; the pass
+    /// keeps its cells in a shadow table instead).
+    vars: HashMap<Loc, CfCell>,
     next_xid: Xid,
+    /// Lock operations and the accesses given to [`Cf::event`] checked.
     checks: u64,
 }
 
@@ -104,7 +194,7 @@ fn thread(threads: &mut HashMap<Tid, CfThread>, t: Tid) -> &mut CfThread {
         vc.set(t, 1);
         CfThread {
             vc,
-            xid: None,
+            tx: None,
             depth: 0,
             owner: false,
         }
@@ -115,12 +205,80 @@ fn ordered(prev: &CfAccess, vc: &VectorClock) -> bool {
     prev.clock <= vc.get(prev.tid)
 }
 
+/// The operation's name in reports.
+pub fn op_name(kind: &EventKind<'_>) -> &'static str {
+    match kind {
+        EventKind::VolatileRead { .. } => "volatile read",
+        EventKind::VolatileWrite { .. } => "volatile write",
+        other => other.name(),
+    }
+}
+
+impl CfCell {
+    /// [CF READ] / [CF WRITE] of the variable `loc` by `cur.tid`, whose thread is `th`
+    /// (ignored outside transactions; returns whether it was checked and the conflict
+    /// it exposes, at most one per variable and transaction).
+    pub fn access(
+        &mut self,
+        th: &CfView,
+        loc: Loc,
+        write: bool,
+        cur: CfAccess,
+    ) -> (bool, Option<Box<CfConflict>>) {
+        let Some(tx) = &th.tx else {
+            return (false, None);
+        };
+        let t = cur.tid;
+        let vc = &th.vc;
+        if !self.vars.iter().any(|v| Arc::ptr_eq(&v.tx, tx)) {
+            // Entries of finished transactions are dropped here, lazily.
+            self.vars.retain(|v| !v.tx.dead.load(Ordering::Acquire));
+            self.vars.push(VarState {
+                tx: tx.clone(),
+                reported: false,
+                write: None,
+                reads: Small::default(),
+            });
+        }
+        let st = self
+            .vars
+            .iter_mut()
+            .find(|v| Arc::ptr_eq(&v.tx, tx))
+            .expect("present");
+        let stored = Stored::of(&cur);
+        let mut conflict = st.write.filter(|w| !w.ordered(vc));
+        if write {
+            if conflict.is_none() {
+                conflict = st.reads.iter().find(|r| !r.ordered(vc)).copied();
+            }
+            st.write = Some(stored);
+            st.reads.clear();
+        } else {
+            st.reads.replace_or_push(|r| r.tid == t, stored);
+        }
+        let found = match conflict {
+            Some(prev) if !st.reported => {
+                st.reported = true;
+                Some(Box::new(CfConflict {
+                    target: Target::Var(loc),
+                    xid: tx.xid,
+                    begin: tx.begin,
+                    prev: prev.access(),
+                    cur,
+                }))
+            }
+            _ => None,
+        };
+        (true, found)
+    }
+}
+
 impl Cf {
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Accesses checked so far (statistics).
+    /// Lock operations and accesses given to [`Cf::event`] checked so far (statistics).
     pub fn checks(&self) -> u64 {
         self.checks
     }
@@ -132,7 +290,18 @@ impl Cf {
 
     /// The transaction `t` is in, if any.
     pub fn xid_of(&self, t: Tid) -> Option<Xid> {
-        self.threads.get(&t).and_then(|th| th.xid)
+        self.threads
+            .get(&t)
+            .and_then(|th| th.tx.as_ref().map(|x| x.xid))
+    }
+
+    /// What an access of `t` needs (creates `t`'s state if it has none yet).
+    pub fn view(&mut self, t: Tid) -> CfView {
+        let th = thread(&mut self.threads, t);
+        CfView {
+            vc: th.vc.clone(),
+            tx: th.tx.clone(),
+        }
     }
 
     fn leave(&mut self, xid: Xid) {
@@ -142,9 +311,7 @@ impl Cf {
         x.members -= 1;
         if x.members == 0 {
             let x = self.xids.remove(&xid).expect("present");
-            for loc in x.vars {
-                self.vars.remove(&(loc, xid));
-            }
+            x.tx.dead.store(true, Ordering::Release);
             for lock in x.locks {
                 self.locks.remove(&(lock, xid));
             }
@@ -153,7 +320,9 @@ impl Cf {
     }
 
     /// Process one event; returns the conflicts it exposes (already deduplicated per
-    /// target and transaction).
+    /// target and transaction). Variable accesses use a [`CfCell`] per location kept
+    /// here; a caller that keeps the cells itself gives them to [`CfCell::access`]
+    /// instead, with the thread's [`Cf::view`].
     pub fn event(&mut self, ev: &Event<'_>, ctx: CtxId) -> Vec<CfConflict> {
         let t = ev.tid;
         let mut out = Vec::new();
@@ -162,7 +331,7 @@ impl Cf {
                 spec: Spec::Deterministic,
             } => {
                 let th = thread(&mut self.threads, t);
-                if th.xid.is_some() {
+                if th.tx.is_some() {
                     th.depth += 1;
                     return out;
                 }
@@ -170,9 +339,6 @@ impl Cf {
                 th.vc.tick(t);
                 let xid = self.next_xid;
                 self.next_xid += 1;
-                th.xid = Some(xid);
-                th.depth = 1;
-                th.owner = true;
                 let begin = CfAccess {
                     tid: t,
                     clock: th.vc.get(t),
@@ -181,12 +347,19 @@ impl Cf {
                     ctx,
                     event: ev.index,
                 };
+                let tx = Arc::new(CfTx {
+                    xid,
+                    begin,
+                    dead: AtomicBool::new(false),
+                });
+                th.tx = Some(tx.clone());
+                th.depth = 1;
+                th.owner = true;
                 self.xids.insert(
                     xid,
                     XidState {
                         members: 1,
-                        begin,
-                        vars: Vec::new(),
+                        tx,
                         locks: Vec::new(),
                     },
                 );
@@ -201,8 +374,8 @@ impl Cf {
                 th.depth -= 1;
                 if th.depth == 0 && th.owner {
                     th.owner = false;
-                    if let Some(xid) = th.xid.take() {
-                        self.leave(xid);
+                    if let Some(tx) = th.tx.take() {
+                        self.leave(tx.xid);
                     }
                 }
             }
@@ -212,20 +385,20 @@ impl Cf {
                 let th = thread(&mut self.threads, t);
                 let mut cvc = th.vc.clone();
                 th.vc.tick(t);
-                let xid = th.xid;
+                let tx = th.tx.clone();
                 cvc.tick(child);
+                if let Some(x) = tx.as_ref().and_then(|x| self.xids.get_mut(&x.xid)) {
+                    x.members += 1;
+                }
                 self.threads.insert(
                     child,
                     CfThread {
                         vc: cvc,
-                        xid,
+                        tx,
                         depth: 0,
                         owner: false,
                     },
                 );
-                if let Some(x) = xid.and_then(|x| self.xids.get_mut(&x)) {
-                    x.members += 1;
-                }
             }
             EventKind::Join { child } => {
                 // [CF JOIN]: no guard, no tick.
@@ -241,8 +414,8 @@ impl Cf {
                 let th = thread(&mut self.threads, t);
                 th.depth = 0;
                 th.owner = false;
-                if let Some(xid) = th.xid.take() {
-                    self.leave(xid);
+                if let Some(tx) = th.tx.take() {
+                    self.leave(tx.xid);
                 }
             }
             EventKind::BarrierEnter {
@@ -274,98 +447,69 @@ impl Cf {
                 }
                 th.vc.tick(t);
             }
-            EventKind::Read { loc } | EventKind::VolatileRead { loc } => {
-                self.access(ev, ctx, Target::Var(loc), false, &mut out);
-            }
-            EventKind::Write { loc, .. } | EventKind::VolatileWrite { loc, .. } => {
-                self.access(ev, ctx, Target::Var(loc), true, &mut out);
-            }
             EventKind::Acquire { lock } | EventKind::Release { lock } => {
-                self.access(ev, ctx, Target::Lock(lock), true, &mut out);
+                self.lock_op(ev, ctx, lock, &mut out);
+            }
+            EventKind::Read { loc }
+            | EventKind::VolatileRead { loc }
+            | EventKind::Write { loc, .. }
+            | EventKind::VolatileWrite { loc, .. } => {
+                let write = matches!(
+                    ev.kind,
+                    EventKind::Write { .. } | EventKind::VolatileWrite { .. }
+                );
+                let view = self.view(t);
+                let cur = CfAccess {
+                    tid: t,
+                    clock: view.vc.get(t),
+                    op: op_name(&ev.kind),
+                    site: ev.site,
+                    ctx,
+                    event: ev.index,
+                };
+                let cell = self.vars.entry(loc).or_default();
+                let (checked, found) = cell.access(&view, loc, write, cur);
+                self.checks += u64::from(checked);
+                out.extend(found.map(|c| *c));
             }
             _ => {}
         }
         out
     }
 
-    /// [CF READ], [CF WRITE], [CF ACQ]/[CF REL]; ignored outside transactions.
-    fn access(
-        &mut self,
-        ev: &Event<'_>,
-        ctx: CtxId,
-        target: Target,
-        write: bool,
-        out: &mut Vec<CfConflict>,
-    ) {
+    /// [CF ACQ]/[CF REL]; ignored outside transactions.
+    fn lock_op(&mut self, ev: &Event<'_>, ctx: CtxId, lock: ObjId, out: &mut Vec<CfConflict>) {
         let t = ev.tid;
         let th = thread(&mut self.threads, t);
-        let Some(xid) = th.xid else { return };
+        let Some(tx) = th.tx.clone() else { return };
+        let xid = tx.xid;
         self.checks += 1;
         let cur = CfAccess {
             tid: t,
             clock: th.vc.get(t),
-            op: match ev.kind {
-                EventKind::VolatileRead { .. } => "volatile read",
-                EventKind::VolatileWrite { .. } => "volatile write",
-                other => other.name(),
-            },
+            op: op_name(&ev.kind),
             site: ev.site,
             ctx,
             event: ev.index,
         };
         let vc = &th.vc;
-        let mut conflict: Option<CfAccess> = None;
-        match target {
-            Target::Var(loc) => {
-                let st = match self.vars.entry((loc, xid)) {
-                    hashbrown::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    hashbrown::hash_map::Entry::Vacant(e) => {
-                        if let Some(x) = self.xids.get_mut(&xid) {
-                            x.vars.push(loc);
-                        }
-                        e.insert(VarState::default())
-                    }
-                };
-                if let Some(w) = st.write.filter(|w| !ordered(w, vc)) {
-                    conflict = Some(w);
+        let prev = match self.locks.entry((lock, xid)) {
+            hashbrown::hash_map::Entry::Occupied(e) => Some(std::mem::replace(e.into_mut(), cur)),
+            hashbrown::hash_map::Entry::Vacant(e) => {
+                if let Some(x) = self.xids.get_mut(&xid) {
+                    x.locks.push(lock);
                 }
-                if write {
-                    if conflict.is_none() {
-                        conflict = st.reads.iter().find(|r| !ordered(r, vc)).copied();
-                    }
-                    st.write = Some(cur);
-                    st.reads.clear();
-                } else {
-                    match st.reads.iter_mut().find(|r| r.tid == t) {
-                        Some(r) => *r = cur,
-                        None => st.reads.push(cur),
-                    }
-                }
+                e.insert(cur);
+                None
             }
-            Target::Lock(lock) => {
-                let prev = match self.locks.entry((lock, xid)) {
-                    hashbrown::hash_map::Entry::Occupied(e) => {
-                        Some(std::mem::replace(e.into_mut(), cur))
-                    }
-                    hashbrown::hash_map::Entry::Vacant(e) => {
-                        if let Some(x) = self.xids.get_mut(&xid) {
-                            x.locks.push(lock);
-                        }
-                        e.insert(cur);
-                        None
-                    }
-                };
-                conflict = prev.filter(|p| !ordered(p, vc));
-            }
-        }
-        if let Some(prev) = conflict
-            && self.reported.insert((target, xid))
-            && let Some(x) = self.xids.get(&xid)
+        };
+        if let Some(prev) = prev.filter(|p| !ordered(p, vc))
+            && self.reported.insert((lock, xid))
         {
             out.push(CfConflict {
-                target,
+                target: Target::Lock(lock),
                 xid,
-                begin: x.begin,
+                begin: tx.begin,
                 prev,
                 cur,
             });

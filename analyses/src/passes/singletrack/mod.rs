@@ -38,36 +38,88 @@
 //! warning on an `end` while a lock acquired inside is still held (pitfall 10; conflict
 //! freedom still checks every lock operation, see [`cf`]).
 //!
-//! Every access is forwarded. Concurrency: all state sits behind one mutex; each event
-//! is handled atomically, which the producer's ordering guarantees make equivalent to
-//! processing the trace sequentially.
+//! Every access is forwarded. Concurrency (the design of `fasttrack`'s shadow memory,
+//! `super::shadow`): a variable's state for both properties (its [`cf::CfCell`] and
+//! its last writer's and readers' graph nodes) lives in one cell of a direct-mapped
+//! shadow table with its own lock, so accesses to different locations run in parallel.
+//! Everything else — thread clocks and transactions, locks, barriers, the graph — sits
+//! behind one mutex that synchronization events take. An access reads its thread's
+//! clock, transaction and graph node from the pass's thread-local copy (only the
+//! thread's own events change them; the copy is refreshed after each of them) and
+//! decides the graph's part from the graph's lock-free liveness view
+//! ([`crate::txgraph::builder::decide_access`]): only an access with a live source
+//! other than its own node (one that conflicts across transactions), or an outside
+//! access whose node is still open, takes the mutex (lock order: cell, then mutex).
+//! A location's accesses are serialized by its cell and a thread's events reach the
+//! pass in program order, after every synchronization event that happens before
+//! them (the producer's guarantee, `crate::chain`): each interleaving is the
+//! sequential processing of some trace consistent with the run. Memory: per location
+//! one cell (entries of finished transactions dropped at the next access), per live
+//! transaction a graph node.
 
 pub mod cf;
+mod small;
+mod spin;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
-use crate::event::Event;
+use crate::event::{Event, EventKind, Loc, Tid};
 use crate::pass::{Flow, Local, Pass};
 use crate::report::{AccessInfo, Warning, WarningKind};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
+use crate::txgraph::builder::decide_access;
+use crate::txgraph::graph::Liveness;
 use crate::txgraph::report::cycle_warning;
-use crate::txgraph::{TxHb, TxMode};
+use crate::txgraph::{NodeId, TxHb, TxMode, Violation};
 
-use cf::{Cf, CfAccess, CfConflict, Target};
+use super::shadow::PageTable;
+use cf::{Cf, CfAccess, CfCell, CfConflict, CfView, Target};
+use small::Small;
+use spin::SpinCell;
 
 pub const NAME: &str = "singletrack";
 
+/// Synchronization state, behind the pass's one mutex.
 struct State {
     cf: Cf,
     xs: TxHb,
 }
 
+/// A variable's state for both properties.
+#[derive(Default)]
+struct Cell {
+    cf: CfCell,
+    /// The node of the last write (⊥: none, or it can never be on a cycle).
+    writer: Option<NodeId>,
+    /// Per thread, the node of its last read since that write.
+    readers: Small<(Tid, NodeId)>,
+}
+
+/// A thread's copy of what its accesses need (see the module doc).
+#[derive(Default)]
+struct ThreadCopy {
+    synced: bool,
+    cf: CfView,
+    inside: bool,
+    last: Option<NodeId>,
+}
+
+/// Accesses checked for conflict freedom by one thread (only that thread writes it);
+/// two cache lines, so that threads never share one.
+#[repr(align(128))]
+#[derive(Default)]
+struct Checks(AtomicU64);
+
 pub struct SingleTrack {
     shared: Arc<Shared>,
     state: Mutex<State>,
+    cells: PageTable<SpinCell<Cell>>,
+    live: Arc<Liveness>,
+    checks: PageTable<Checks>,
 }
 
 fn access_info(a: &CfAccess) -> AccessInfo {
@@ -80,14 +132,22 @@ fn access_info(a: &CfAccess) -> AccessInfo {
     }
 }
 
+fn copy_of(local: &mut Local) -> &mut ThreadCopy {
+    local
+        .downcast_mut::<ThreadCopy>()
+        .expect("singletrack's thread-local state")
+}
+
 impl SingleTrack {
     pub fn new(shared: &Arc<Shared>) -> Self {
+        let xs = TxHb::new(TxMode::SINGLETRACK);
+        let live = xs.liveness();
         SingleTrack {
             shared: shared.clone(),
-            state: Mutex::new(State {
-                cf: Cf::new(),
-                xs: TxHb::new(TxMode::SINGLETRACK),
-            }),
+            state: Mutex::new(State { cf: Cf::new(), xs }),
+            cells: PageTable::default(),
+            live,
+            checks: PageTable::default(),
         }
     }
 
@@ -121,17 +181,15 @@ impl SingleTrack {
         w
     }
 
-    fn handle(&self, t: &ThreadState, ev: &Event<'_>) {
-        let (conflicts, cycles) = {
-            let mut st = self.state.lock();
-            let conflicts = st.cf.event(ev, t.ctx);
-            let cycles = st.xs.event(ev, t.ctx);
-            (conflicts, cycles)
-        };
-        for c in &conflicts {
+    fn report<'a>(
+        &self,
+        conflicts: impl IntoIterator<Item = &'a CfConflict>,
+        cycles: &[Violation],
+    ) {
+        for c in conflicts {
             self.shared.reporter.report(self.conflict_warning(c));
         }
-        for v in &cycles {
+        for v in cycles {
             let w = cycle_warning(
                 WarningKind::Serializability,
                 NAME,
@@ -142,6 +200,69 @@ impl SingleTrack {
             self.shared.reporter.report(w);
         }
     }
+
+    /// Refresh `t`'s copy from the shared state (the caller holds the mutex).
+    fn refresh(st: &mut State, t: Tid, copy: &mut ThreadCopy) {
+        copy.cf = st.cf.view(t);
+        (copy.inside, copy.last) = st.xs.thread_view(t);
+        copy.synced = true;
+    }
+
+    /// A read or write of `loc` (plain or volatile) by `t`.
+    fn var_access(&self, t: &ThreadState, copy: &mut ThreadCopy, ev: &Event<'_>, loc: Loc) {
+        let write = matches!(
+            ev.kind,
+            EventKind::Write { .. } | EventKind::VolatileWrite { .. }
+        );
+        if !copy.synced {
+            Self::refresh(&mut self.state.lock(), t.tid, copy);
+        }
+        let cur = CfAccess {
+            tid: t.tid,
+            clock: copy.cf.vc.get(t.tid),
+            op: cf::op_name(&ev.kind),
+            site: ev.site,
+            ctx: t.ctx,
+            event: ev.index,
+        };
+        let (conflict, cycles) = {
+            let c = &mut *self.cells.get(loc.key()).lock();
+            let (checked, conflict) = c.cf.access(&copy.cf, loc, write, cur);
+            if checked {
+                let n = &self.checks.get(u64::from(t.tid) << 3).0;
+                n.store(n.load(Relaxed) + 1, Relaxed);
+            }
+            let sources = c
+                .writer
+                .into_iter()
+                .chain(c.readers.iter().map(|r| r.1).filter(|_| write));
+            let mut cycles = Vec::new();
+            let target = match decide_access(&self.live, copy.inside, copy.last, sources) {
+                Some(n) => n,
+                None => {
+                    let mut src: Vec<Option<NodeId>> = vec![c.writer];
+                    if write {
+                        src.extend(c.readers.iter().map(|r| Some(r.1)));
+                    }
+                    let mut st = self.state.lock();
+                    let (n, found) = st.xs.access(ev, t.ctx, loc, &src);
+                    cycles = found;
+                    (copy.inside, copy.last) = st.xs.thread_view(t.tid);
+                    n
+                }
+            };
+            if write {
+                c.writer = target;
+                c.readers.clear();
+            } else if let Some(n) = target {
+                c.readers.replace_or_push(|(u, _)| *u == t.tid, (t.tid, n));
+            }
+            (conflict, cycles)
+        };
+        if conflict.is_some() || !cycles.is_empty() {
+            self.report(conflict.as_deref(), &cycles);
+        }
+    }
 }
 
 impl Pass for SingleTrack {
@@ -149,20 +270,44 @@ impl Pass for SingleTrack {
         NAME
     }
 
-    fn access(&self, t: &ThreadState, _local: &mut Local, ev: &Event<'_>) -> Flow {
-        self.handle(t, ev);
+    fn thread_local(&self) -> Box<Local> {
+        Box::new(ThreadCopy::default())
+    }
+
+    fn access(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) -> Flow {
+        if let EventKind::Read { loc } | EventKind::Write { loc, .. } = ev.kind {
+            self.var_access(t, copy_of(local), ev, loc);
+        }
         Flow::Forward
     }
 
-    fn event(&self, t: &ThreadState, _local: &mut Local, ev: &Event<'_>) {
-        self.handle(t, ev);
+    fn event(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) {
+        let copy = copy_of(local);
+        match ev.kind {
+            EventKind::Read { loc }
+            | EventKind::Write { loc, .. }
+            | EventKind::VolatileRead { loc }
+            | EventKind::VolatileWrite { loc, .. } => self.var_access(t, copy, ev, loc),
+            _ => {
+                let (conflicts, cycles) = {
+                    let mut st = self.state.lock();
+                    let conflicts = st.cf.event(ev, t.ctx);
+                    let cycles = st.xs.event(ev, t.ctx);
+                    Self::refresh(&mut st, t.tid, copy);
+                    (conflicts, cycles)
+                };
+                self.report(&conflicts, &cycles);
+            }
+        }
     }
 
     fn stats(&self) -> Option<serde_json::Value> {
+        let mut checks = 0;
+        self.checks.for_each_cell(|c| checks += c.0.load(Relaxed));
         let st = self.state.lock();
         let g = st.xs.stats();
         Some(serde_json::json!({
-            "cf_checks": st.cf.checks(),
+            "cf_checks": st.cf.checks() + checks,
             "cf_live_transactions": st.cf.live_transactions(),
             "xs_nodes_created": g.nodes_created,
             "xs_nodes_collected": g.nodes_collected,
@@ -172,5 +317,21 @@ impl Pass for SingleTrack {
             "xs_searches": g.searches,
             "xs_cycles": g.cycles,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A location's state is streamed on every access: keep the common case (one
+    /// transaction, one reader) within two cache lines.
+    #[test]
+    fn a_cell_fits_two_cache_lines() {
+        assert!(
+            std::mem::size_of::<SpinCell<Cell>>() <= 128,
+            "{} bytes",
+            std::mem::size_of::<SpinCell<Cell>>()
+        );
     }
 }
