@@ -4,11 +4,10 @@
 //! every reference trace, on generated traces, and on malformed input.
 
 use analyses::ChainOptions;
-use analyses::event::OwnedEvent;
 use analyses::offline::{Mode, StreamError, Streamed, analyze, analyze_stream};
 use analyses::report::{render_text, warning_json};
 use analyses::testing::{GenConfig, LongTraceConfig, gen_trace, write_long_trace};
-use analyses::trace::{ReadError, StdWriter, TraceEnv, TraceInput, parse_std};
+use analyses::trace::{ReadError, TraceEnv, TraceInput, parse_std};
 
 const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rapid");
 const CHAINS: [&str; 3] = [
@@ -70,15 +69,6 @@ fn same_everywhere(name: &str, text: &str) -> usize {
     warnings
 }
 
-fn write_std(events: &[OwnedEvent]) -> String {
-    let env = TraceEnv::default();
-    let mut w = StdWriter::new(Vec::new()).unwrap();
-    for e in events {
-        w.write_event(&env, &e.as_event()).unwrap();
-    }
-    String::from_utf8(w.into_inner()).unwrap()
-}
-
 #[test]
 fn reference_traces_give_the_same_reports_on_every_path() {
     let mut n = 0;
@@ -107,7 +97,7 @@ fn generated_traces_give_the_same_reports_on_every_path() {
             deterministic: seed % 4 == 0,
             ..GenConfig::default()
         };
-        let text = write_std(&gen_trace(seed, &cfg));
+        let text = analyses::testing::std_text(&gen_trace(seed, &cfg));
         warnings += same_everywhere(&format!("seed {seed}"), &text);
     }
     assert!(warnings > 0);

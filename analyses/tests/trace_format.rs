@@ -11,15 +11,6 @@ use rand_chacha::ChaCha8Rng;
 
 const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rapid");
 
-fn write_std(events: &[OwnedEvent]) -> String {
-    let env = TraceEnv::default();
-    let mut w = StdWriter::new(Vec::new()).unwrap();
-    for e in events {
-        w.write_event(&env, &e.as_event()).unwrap();
-    }
-    String::from_utf8(w.into_inner()).unwrap()
-}
-
 /// Events without ids: (thread, kind with names) for comparisons modulo ids.
 fn shape(t: &Trace) -> Vec<String> {
     let env: &TraceEnv = &t.env;
@@ -67,7 +58,7 @@ fn generated_traces_round_trip_through_std() {
     for seed in 0..300 {
         let events = gen_trace(seed, &cfg);
         let direct = Trace::from_events(events.clone()).unwrap();
-        let text = write_std(&events);
+        let text = analyses::testing::std_text(&events);
         let parsed = parse_std(&text).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
         assert_eq!(parsed.events.len(), events.len(), "seed {seed}");
         assert!(
@@ -146,7 +137,7 @@ fn garbage_never_panics() {
         }
     }
     // Mutations of a valid trace: swap, drop and duplicate lines.
-    let base = write_std(&gen_trace(1, &GenConfig::default()));
+    let base = analyses::testing::std_text(&gen_trace(1, &GenConfig::default()));
     let lines: Vec<&str> = base.lines().collect();
     for _ in 0..2000 {
         let mut l = lines.clone();

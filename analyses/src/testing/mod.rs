@@ -42,3 +42,15 @@ pub fn first_flagged(chain: &Chain, analysis: &str) -> BTreeMap<String, u64> {
         .filter_map(|(k, v)| v.first().map(|e| (k, *e)))
         .collect()
 }
+
+/// `events` as STD text (names from an empty [`crate::trace::TraceEnv`], as generated
+/// traces use them).
+pub fn std_text(events: &[crate::event::OwnedEvent]) -> String {
+    let env = crate::trace::TraceEnv::default();
+    let mut w = crate::trace::StdWriter::new(Vec::new()).expect("writing to memory");
+    for e in events {
+        w.write_event(&env, &e.as_event())
+            .expect("writing to memory");
+    }
+    String::from_utf8(w.into_inner()).expect("STD text is UTF-8")
+}
