@@ -23,6 +23,7 @@ pub mod stats;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod thread;
+pub mod tidmap;
 pub mod trace;
 pub mod txgraph;
 pub mod vc;

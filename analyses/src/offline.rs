@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::chain::{Chain, ChainError};
-use crate::event::{OwnedEvent, OwnedKind, Tid};
+use crate::event::{OwnedEvent, OwnedKind};
 use crate::shared::ChainOptions;
 use crate::thread::ThreadCx;
+use crate::tidmap::TidMap;
 use crate::trace::{ReadError, StdReader, Trace, TraceEnv, TraceInput, reserved_tids};
 
 /// Run the chain `chain_spec` over `trace`: one [`ThreadCx`] per thread, forks through
@@ -38,53 +39,29 @@ pub fn run_events(chain: &Chain, events: &[OwnedEvent]) {
 /// The thread contexts of an offline run, kept across batches of events.
 #[derive(Default)]
 struct Runner {
-    /// By tid, for the small tids of traces (`T<n>` names below 1024, other names the
-    /// smallest free).
-    cxs: Vec<Option<ThreadCx>>,
-    /// Larger tids (events built in memory).
-    large: hashbrown::HashMap<Tid, ThreadCx>,
+    cxs: TidMap<ThreadCx>,
 }
 
-const SMALL_TIDS: usize = 4096;
-
 impl Runner {
-    fn cx(&mut self, tid: Tid) -> Option<&mut ThreadCx> {
-        match self.cxs.get_mut(tid as usize) {
-            Some(cx) => cx.as_mut(),
-            None => self.large.get_mut(&tid),
-        }
-    }
-    fn insert(&mut self, tid: Tid, cx: ThreadCx) {
-        let t = tid as usize;
-        if t >= SMALL_TIDS {
-            self.large.insert(tid, cx);
-            return;
-        }
-        if self.cxs.len() <= t {
-            self.cxs.resize_with(t + 1, || None);
-        }
-        self.cxs[t] = Some(cx);
-    }
-
     fn run(&mut self, chain: &Chain, events: &[OwnedEvent]) {
         for ev in events {
             match &ev.kind {
                 OwnedKind::Fork { child, handed } => {
-                    if let Some(parent) = self.cx(ev.tid) {
+                    if let Some(parent) = self.cxs.get_mut(&ev.tid) {
                         let cx = chain.fork(parent, *child, ev.site, ev.index, handed);
-                        self.insert(*child, cx);
+                        self.cxs.insert(*child, cx);
                     }
                 }
                 kind => {
-                    if matches!(kind, OwnedKind::ThreadStart) && self.cx(ev.tid).is_none() {
+                    if matches!(kind, OwnedKind::ThreadStart) && !self.cxs.contains_key(&ev.tid) {
                         let cx = if ev.tid == 0 {
                             chain.main_thread()
                         } else {
                             chain.root_thread(ev.tid)
                         };
-                        self.insert(ev.tid, cx);
+                        self.cxs.insert(ev.tid, cx);
                     }
-                    if let Some(cx) = self.cx(ev.tid) {
+                    if let Some(cx) = self.cxs.get_mut(&ev.tid) {
                         chain.deliver(cx, &ev.as_event());
                     }
                 }

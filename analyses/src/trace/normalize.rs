@@ -4,6 +4,7 @@
 use hashbrown::HashMap;
 
 use crate::event::{MethodId, ObjId, OwnedEvent, OwnedKind, SiteId, Spec, Tid};
+use crate::tidmap::TidMap;
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 enum Life {
@@ -21,45 +22,6 @@ struct ThreadInfo {
     methods: Vec<MethodId>,
     /// The barrier episode the thread is inside (entered, not yet departed).
     barrier: Option<(ObjId, u64)>,
-}
-
-/// Thread states by tid: a vector for the small tids of traces (`T<n>` below 1024,
-/// other names the smallest free), a map for any larger ones (events built in memory).
-#[derive(Default, Debug)]
-struct Threads {
-    small: Vec<Option<ThreadInfo>>,
-    large: HashMap<Tid, ThreadInfo>,
-}
-
-const SMALL_TIDS: usize = 4096;
-
-impl Threads {
-    fn get(&self, t: &Tid) -> Option<&ThreadInfo> {
-        match self.small.get(*t as usize) {
-            Some(i) => i.as_ref(),
-            None => self.large.get(t),
-        }
-    }
-    fn get_mut(&mut self, t: &Tid) -> Option<&mut ThreadInfo> {
-        match self.small.get_mut(*t as usize) {
-            Some(i) => i.as_mut(),
-            None => self.large.get_mut(t),
-        }
-    }
-    fn contains_key(&self, t: &Tid) -> bool {
-        self.get(t).is_some()
-    }
-    fn insert(&mut self, t: Tid, info: ThreadInfo) {
-        let i = t as usize;
-        if i >= SMALL_TIDS {
-            self.large.insert(t, info);
-            return;
-        }
-        if self.small.len() <= i {
-            self.small.resize_with(i + 1, || None);
-        }
-        self.small[i] = Some(info);
-    }
 }
 
 /// The holder of each held lock: a vector for the small, dense object ids of traces,
@@ -116,7 +78,7 @@ struct Episode {
 /// events) to an output vector. Errors are messages; the caller adds the line.
 #[derive(Default, Debug)]
 pub struct Normalizer {
-    threads: Threads,
+    threads: TidMap<ThreadInfo>,
     /// Threads in order of first appearance (for the final thread ends).
     order: Vec<Tid>,
     held: Held,
