@@ -180,10 +180,14 @@ impl Normalizer {
         id: u64,
         out: &mut Vec<OwnedEvent>,
     ) -> bool {
-        if !self
-            .threads
-            .get(&tid)
-            .is_some_and(|i| i.life == Life::Running)
+        // A full vector goes the slow way: with room known, the pushes below cannot
+        // grow it, and the compiler can write each event straight into place instead
+        // of building it on the stack and copying it (a store-forwarding stall).
+        if out.len() == out.capacity()
+            || !self
+                .threads
+                .get(&tid)
+                .is_some_and(|i| i.life == Life::Running)
         {
             return false;
         }
@@ -194,13 +198,23 @@ impl Normalizer {
             SimpleOp::Release if self.held.get(&lock) == Some(&tid) => self.held.remove(&lock),
             _ => return false,
         }
-        // Built in place: a kind built first and moved in stalls on store forwarding.
-        out.push(OwnedEvent {
+        // One push per kind, each of a value known whole at the push.
+        let loc = crate::event::Loc {
+            obj: super::VARS,
+            slot: id as u32,
+        };
+        let ev = |kind| OwnedEvent {
             tid,
             site,
             index,
-            kind: op.kind(id),
-        });
+            kind,
+        };
+        match op {
+            SimpleOp::Read => out.push(ev(OwnedKind::Read { loc })),
+            SimpleOp::Write => out.push(ev(OwnedKind::Write { loc, value: None })),
+            SimpleOp::Acquire => out.push(ev(OwnedKind::Acquire { lock })),
+            SimpleOp::Release => out.push(ev(OwnedKind::Release { lock })),
+        }
         true
     }
 
