@@ -175,6 +175,10 @@ impl Chain {
     }
 
     fn update_services(&self, cx: &mut ThreadCx, ev: &Event<'_>) {
+        // No pass reads the services of an empty chain (`--tools none`).
+        if self.passes.is_empty() {
+            return;
+        }
         let t = &mut cx.state;
         match ev.kind {
             EventKind::Read { .. } | EventKind::Write { .. } => {}

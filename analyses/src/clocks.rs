@@ -19,14 +19,16 @@
 //! ```
 //!
 //! Concurrency: `C_t` lives in the thread's own `ThreadState` (only that thread
-//! writes it). Lock, volatile and barrier clocks live in sharded maps behind
-//! mutexes; the producer's ordering guarantees make each update happen-before the
+//! writes it). The clocks of locks with small ids (the dense ids of traces) live in
+//! a table of [`SpinCell`]s, one per lock; other lock, volatile and barrier clocks
+//! live in sharded maps behind mutexes; the producer's ordering guarantees make each update happen-before the
 //! reads that depend on it, the mutexes make that a Rust-level guarantee too.
 
 use hashbrown::HashMap;
 use parking_lot::Mutex;
 
 use crate::event::{Event, EventKind, Loc, ObjId, Tid};
+use crate::spin::SpinCell;
 use crate::thread::ThreadState;
 use crate::vc::VectorClock;
 
@@ -41,12 +43,28 @@ struct BarrierEpisode {
     departed: u32,
 }
 
-#[derive(Default)]
+/// Locks with ids below this have their clock in [`Clocks::small_locks`].
+const SMALL_LOCKS: usize = 4096;
+
 pub struct Clocks {
+    /// `L_m` of lock `m < SMALL_LOCKS` (empty: never released, the same as absent).
+    small_locks: Box<[SpinCell<VectorClock>]>,
     locks: [Mutex<HashMap<ObjId, VectorClock>>; SHARDS],
     volatiles: [Mutex<HashMap<Loc, VectorClock>>; SHARDS],
     barriers: Mutex<HashMap<(ObjId, u64), BarrierEpisode>>,
     finished: Mutex<HashMap<Tid, VectorClock>>,
+}
+
+impl Default for Clocks {
+    fn default() -> Self {
+        Clocks {
+            small_locks: (0..SMALL_LOCKS).map(|_| SpinCell::default()).collect(),
+            locks: Default::default(),
+            volatiles: Default::default(),
+            barriers: Default::default(),
+            finished: Default::default(),
+        }
+    }
 }
 
 impl Clocks {
@@ -73,6 +91,13 @@ impl Clocks {
     /// for `Fork`, which the chain handles through [`Clocks::fork`]).
     pub fn apply(&self, t: &mut ThreadState, ev: &Event<'_>) {
         match ev.kind {
+            EventKind::Acquire { lock } if (lock.0 as usize) < SMALL_LOCKS => {
+                t.vc.join(&self.small_locks[lock.0 as usize].lock());
+            }
+            EventKind::Release { lock } if (lock.0 as usize) < SMALL_LOCKS => {
+                self.small_locks[lock.0 as usize].lock().assign(&t.vc);
+                t.vc.tick(t.tid);
+            }
             EventKind::Acquire { lock } => {
                 let shard = self.locks[shard_of(lock.0)].lock();
                 if let Some(l) = shard.get(&lock) {

@@ -109,7 +109,6 @@ struct Counters {
     short_circuit_lock: AtomicU64,
     walks: AtomicU64,
     cells_walked: AtomicU64,
-    cells_appended: AtomicU64,
     cells_collected: AtomicU64,
 }
 
@@ -117,8 +116,8 @@ pub struct Goldilocks {
     vars: Shadow<VarState>,
     list: Mutex<UpdateList>,
     tail: AtomicU64,
-    /// Appends since the last sweep, and the sweep threshold.
-    since_sweep: AtomicU64,
+    /// The tail at the last sweep, and the appends after it that trigger the next.
+    swept_at: AtomicU64,
     sweep_at: AtomicU64,
     sweeping: Mutex<()>,
     tr_mode: bool,
@@ -136,7 +135,7 @@ impl Goldilocks {
             vars: Shadow::default(),
             list: Mutex::new(UpdateList::default()),
             tail: AtomicU64::new(0),
-            since_sweep: AtomicU64::new(0),
+            swept_at: AtomicU64::new(0),
             sweep_at: AtomicU64::new(MIN_SWEEP),
             sweeping: Mutex::new(()),
             tr_mode: shared.options.goldilocks_tr_mode,
@@ -157,14 +156,16 @@ impl Goldilocks {
 
     /// §3 Fig. 3 lines 1–6: append a cell.
     fn append(&self, tid: Tid, action: Action) {
-        {
+        let tail = {
             let mut list = self.list.lock();
             list.cells.push_back(Cell { tid, action });
             let tail = list.base + list.cells.len() as u64;
             self.tail.store(tail, Ordering::Release);
-        }
-        self.n.cells_appended.fetch_add(1, Ordering::Relaxed);
-        let since = self.since_sweep.fetch_add(1, Ordering::Relaxed) + 1;
+            tail
+        };
+        // Appends since the last sweep, from the tail (no counter of its own: each
+        // shared counter would be one more locked instruction per synchronization).
+        let since = tail.saturating_sub(self.swept_at.load(Ordering::Relaxed));
         if since >= self.sweep_at.load(Ordering::Relaxed) {
             self.sweep();
         }
@@ -175,8 +176,8 @@ impl Goldilocks {
         let Some(_guard) = self.sweeping.try_lock() else {
             return;
         };
-        self.since_sweep.store(0, Ordering::Relaxed);
         let mut min = self.tail.load(Ordering::Acquire);
+        self.swept_at.store(min, Ordering::Relaxed);
         self.vars.for_each(|v| {
             for r in v.w.iter().chain(v.r.iter()) {
                 min = min.min(r.pos);
@@ -378,7 +379,8 @@ impl Pass for Goldilocks {
             "short_circuit_lock": n.short_circuit_lock.load(Ordering::Relaxed),
             "walks": n.walks.load(Ordering::Relaxed),
             "cells_walked": n.cells_walked.load(Ordering::Relaxed),
-            "cells_appended": n.cells_appended.load(Ordering::Relaxed),
+            // Every cell ever appended is before the tail.
+            "cells_appended": self.tail.load(Ordering::Relaxed),
             "cells_collected": n.cells_collected.load(Ordering::Relaxed),
             "cells_live": live,
         }))

@@ -12,8 +12,8 @@
 //!
 //! Concurrency design (the same for every detector): guest threads call a pass in
 //! parallel. Each location's state lives in one cell, read or written only while
-//! that cell's mutex is held (a one-byte `parking_lot` mutex, uncontended unless two
-//! threads touch the same location at once). The thread's own clock
+//! that cell's lock is held (a one-byte [`SpinCell`]: one swap to take, a plain store
+//! to release; uncontended unless two threads touch the same location at once). The thread's own clock
 //! (`ThreadState::vc`) is read without locking: only its thread writes it (see
 //! `crate::clocks`).
 
@@ -25,6 +25,7 @@ use parking_lot::Mutex;
 use crate::ctx::CtxId;
 use crate::event::{Event, Loc, Op, SiteId, Tid};
 use crate::report::{AccessInfo, Warning, WarningKind};
+use crate::spin::SpinCell;
 use crate::thread::ThreadState;
 
 /// Cells per leaf (words of address space).
@@ -173,7 +174,7 @@ unsafe impl<C: Send + Sync> Sync for PageTable<C> {}
 
 /// `Loc::key() → T`: one mutex-protected, lazily created state per location.
 pub struct Shadow<T> {
-    cells: PageTable<Mutex<Option<T>>>,
+    cells: PageTable<SpinCell<Option<T>>>,
 }
 
 impl<T> Default for Shadow<T> {

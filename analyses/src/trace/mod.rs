@@ -57,6 +57,7 @@
 //! the end of the trace.
 
 mod env;
+mod fastline;
 mod normalize;
 mod parse;
 mod read;

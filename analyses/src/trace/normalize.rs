@@ -24,6 +24,32 @@ struct ThreadInfo {
     barrier: Option<(ObjId, u64)>,
 }
 
+/// The operations of [`Normalizer::push_simple`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimpleOp {
+    Read,
+    Write,
+    Acquire,
+    Release,
+}
+
+impl SimpleOp {
+    /// The event kind on variable slot or lock `id`.
+    #[inline]
+    pub fn kind(self, id: u64) -> OwnedKind {
+        let loc = crate::event::Loc {
+            obj: super::VARS,
+            slot: id as u32,
+        };
+        match self {
+            SimpleOp::Read => OwnedKind::Read { loc },
+            SimpleOp::Write => OwnedKind::Write { loc, value: None },
+            SimpleOp::Acquire => OwnedKind::Acquire { lock: ObjId(id) },
+            SimpleOp::Release => OwnedKind::Release { lock: ObjId(id) },
+        }
+    }
+}
+
 /// The holder of each held lock: a vector for the small, dense object ids of traces,
 /// a map for larger ones.
 #[derive(Default, Debug)]
@@ -137,6 +163,59 @@ impl Normalizer {
             }
         }
         Ok(())
+    }
+
+    /// The common case of [`Normalizer::push_named`], done in place: an access to
+    /// variable slot `id`, or an acquire of free lock `id` or a release of lock `id`
+    /// that the thread holds, by a running thread. Returns `false` (nothing done) for
+    /// anything else, which [`Normalizer::push_named`] then handles from the same
+    /// state.
+    #[inline]
+    pub fn push_simple(
+        &mut self,
+        tid: Tid,
+        site: SiteId,
+        index: u64,
+        op: SimpleOp,
+        id: u64,
+        out: &mut Vec<OwnedEvent>,
+    ) -> bool {
+        // A full vector goes the slow way: with room known, the pushes below cannot
+        // grow it, and the compiler can write each event straight into place instead
+        // of building it on the stack and copying it (a store-forwarding stall).
+        if out.len() == out.capacity()
+            || !self
+                .threads
+                .get(&tid)
+                .is_some_and(|i| i.life == Life::Running)
+        {
+            return false;
+        }
+        let lock = ObjId(id);
+        match op {
+            SimpleOp::Read | SimpleOp::Write => {}
+            SimpleOp::Acquire if self.held.get(&lock).is_none() => self.held.insert(lock, tid),
+            SimpleOp::Release if self.held.get(&lock) == Some(&tid) => self.held.remove(&lock),
+            _ => return false,
+        }
+        // One push per kind, each of a value known whole at the push.
+        let loc = crate::event::Loc {
+            obj: super::VARS,
+            slot: id as u32,
+        };
+        let ev = |kind| OwnedEvent {
+            tid,
+            site,
+            index,
+            kind,
+        };
+        match op {
+            SimpleOp::Read => out.push(ev(OwnedKind::Read { loc })),
+            SimpleOp::Write => out.push(ev(OwnedKind::Write { loc, value: None })),
+            SimpleOp::Acquire => out.push(ev(OwnedKind::Acquire { lock })),
+            SimpleOp::Release => out.push(ev(OwnedKind::Release { lock })),
+        }
+        true
     }
 
     /// Validate `ev` and append it (and any inserted events) to `out`.

@@ -28,6 +28,8 @@ use crate::env::SiteInfo;
 use crate::event::{MethodId, ObjId, OwnedEvent, OwnedKind, SiteId, Spec, Tid};
 
 use super::env::{MAX_NUMBERED_TID, numbered_tid};
+use super::fastline::{self, NameCache, NameKind, short_key};
+use super::normalize::SimpleOp;
 use super::{Normalizer, TOKEN_SITE_BIT, TraceEnv, TraceError};
 
 /// Where a trace comes from: bytes in memory or a file (opened once per pass).
@@ -92,6 +94,9 @@ struct Lines<R> {
 }
 
 const BUF_SIZE: usize = 1 << 20;
+/// Bytes the buffer keeps after its filled part, so that a line's first
+/// [`WINDOW`] bytes can be read as two whole 16-byte words however short the line.
+pub(super) const WINDOW: usize = 32;
 /// The longest line the reader takes (the buffer grows to hold a line, up to this).
 pub const MAX_LINE: usize = 64 << 20;
 
@@ -106,7 +111,7 @@ impl<R: Read> Lines<R> {
     fn new(src: R) -> Self {
         Lines {
             src,
-            buf: vec![0; BUF_SIZE],
+            buf: vec![0; BUF_SIZE + WINDOW],
             pos: 0,
             filled: 0,
             eof: false,
@@ -115,8 +120,10 @@ impl<R: Read> Lines<R> {
         }
     }
 
-    /// The next line (without its `\n`) and its 1-based number.
-    fn next_line(&mut self) -> Result<Option<(usize, &[u8])>, LineError> {
+    /// The next line (without its `\n`), its 1-based number and the [`WINDOW`] bytes
+    /// from its start (past its end they are other lines' bytes, or stale).
+    #[allow(clippy::type_complexity)]
+    fn next_line(&mut self) -> Result<Option<(usize, &[u8], &[u8; WINDOW])>, LineError> {
         let mut scanned = 0;
         let (start, end) = loop {
             let rest = &self.buf[self.pos + scanned..self.filled];
@@ -140,14 +147,15 @@ impl<R: Read> Lines<R> {
                 self.filled -= self.pos;
                 self.pos = 0;
             }
-            if self.filled == self.buf.len() {
-                let len = self.buf.len();
-                if len >= MAX_LINE {
+            let cap = self.buf.len() - WINDOW;
+            if self.filled == cap {
+                if cap >= MAX_LINE {
                     return Err(LineError::TooLong);
                 }
-                self.buf.resize((len * 2).min(MAX_LINE), 0);
+                self.buf.resize((cap * 2).min(MAX_LINE) + WINDOW, 0);
             }
-            match self.src.read(&mut self.buf[self.filled..]) {
+            let cap = self.buf.len() - WINDOW;
+            match self.src.read(&mut self.buf[self.filled..cap]) {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
                     self.filled += n;
@@ -158,7 +166,11 @@ impl<R: Read> Lines<R> {
             }
         };
         self.line_no += 1;
-        Ok(Some((self.line_no, &self.buf[start..end])))
+        // `start <= filled <= buf.len() - WINDOW`: the window is in the buffer.
+        let window = self.buf[start..start + WINDOW]
+            .try_into()
+            .expect("WINDOW bytes");
+        Ok(Some((self.line_no, &self.buf[start..end], window)))
     }
 }
 
@@ -613,188 +625,69 @@ impl Parser {
     }
 }
 
-/// Byte classes of the fast path ([`Parser::fast_event`]): `PLAIN` bytes may appear in
-/// names (printable ASCII but the delimiters `|`, `(`, `)`, `,`); a name with any
-/// other byte (whitespace, non-ASCII, control bytes) sends the line to the general
-/// path.
-const OTHER: u8 = 0;
-const PLAIN: u8 = 1;
-const CLASS: [u8; 256] = {
-    let mut t = [OTHER; 256];
-    let mut b = 0x21;
-    while b < 0x7f {
-        t[b] = PLAIN;
-        b += 1;
-    }
-    t[b'|' as usize] = OTHER;
-    t[b'(' as usize] = OTHER;
-    t[b')' as usize] = OTHER;
-    t[b',' as usize] = OTHER;
-    t
-};
-
-/// A name of at most 15 bytes as one integer (its bytes and its length), so that the
-/// names of the common lines are found without comparing strings.
-fn short_key(b: &[u8]) -> Option<u128> {
-    if b.len() > 15 {
-        return None;
-    }
-    // Built in registers: copying into a byte array and loading it as one integer
-    // stalls on store forwarding.
-    let mut k = (b.len() as u128) << 120;
-    for (i, &c) in b.iter().enumerate() {
-        k |= (c as u128) << (8 * i);
-    }
-    Some(k)
-}
-
-/// The interned ids of short names, by [`short_key`] (a cache in front of [`Interner`]).
+/// The interned ids of short names (a cache in front of [`Interner`]): the
+/// direct-mapped [`NameCache`], then maps by [`short_key`].
 #[derive(Default)]
 struct ShortNames {
-    /// The thread of the previous fast line (threads often act several lines in a row).
-    last_thread: Option<(u128, Tid)>,
-    /// Threads are few: a list scanned in order, then a map.
-    thread_list: Vec<(u128, Tid)>,
+    cache: NameCache,
     threads: HashMap<u128, Tid>,
     vars: HashMap<u128, u32>,
     objs: HashMap<u128, ObjId>,
 }
 
-impl ShortNames {
-    fn thread(&mut self, k: u128) -> Option<Tid> {
-        if let Some((x, t)) = self.last_thread
-            && x == k
-        {
-            return Some(t);
-        }
-        let t = match self.thread_list.iter().find(|(x, _)| *x == k) {
-            Some(&(_, t)) => Some(t),
-            None => self.threads.get(&k).copied(),
-        }?;
-        self.last_thread = Some((k, t));
-        Some(t)
-    }
-    fn add_thread(&mut self, k: u128, t: Tid) {
-        if self.thread_list.len() < 16 {
-            self.thread_list.push((k, t));
-        } else {
-            self.threads.insert(k, t);
-        }
-    }
-}
-
 impl Parser {
     /// The common lines, `THREAD|OP(NAME)|SITE` with `OP` one of `r`, `w`, `acq`,
     /// `rel`, names of printable ASCII and a decimal site, parsed straight from the
-    /// bytes; `None` (nothing done) for any other line, which the general path reads.
-    /// Accepts only lines the general path reads the same way.
+    /// bytes (see [`super::fastline`]); `None` (nothing done) for any other line,
+    /// which the general path reads. Accepts only lines the general path reads the
+    /// same way.
     fn fast_event(
         &mut self,
         line_no: usize,
         b: &[u8],
+        window: &[u8; WINDOW],
         out: &mut Vec<OwnedEvent>,
     ) -> Option<Result<(), ReadError>> {
-        // `THREAD` up to the first `|`, `OP` up to the next `(`, `NAME` up to the next
-        // `)`, then `|` and the digits to the end: the delimiters are found by plain
-        // searches, the names then checked to hold no other delimiter.
-        let find = |from: usize, c: u8| {
-            b.get(from..)
-                .and_then(|r| r.iter().position(|&x| x == c))
-                .map(|i| from + i)
+        let short = b.len() <= WINDOW;
+        let s = if short {
+            fastline::shape_window(b.len(), window)?
+        } else {
+            fastline::shape_scalar(b)?
         };
-        let p1 = find(0, b'|')?;
-        let open = find(p1 + 1, b'(')?;
-        let close = find(open + 1, b')')?;
-        let p2 = close + 1;
-        if b.get(p2) != Some(&b'|') || p1 == 0 || close == open + 1 || b[0] == b'#' {
-            return None;
-        }
-        let plain = |s: &[u8]| s.iter().all(|&c| CLASS[c as usize] == PLAIN);
-        if !plain(&b[..p1]) || !plain(&b[open + 1..close]) {
-            return None;
-        }
-        let digits = &b[p2 + 1..];
-        if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        let site = digits.iter().fold(0u64, |n, &d| n * 10 + (d - b'0') as u64);
-        if site >= TOKEN_SITE_BIT as u64 {
-            return None;
-        }
-        let (thread, op, arg) = (&b[..p1], &b[p1 + 1..open], &b[open + 1..close]);
-        #[derive(Clone, Copy)]
-        enum Op {
-            R,
-            W,
-            Acq,
-            Rel,
-        }
-        let op = match op {
-            [b'r'] => Op::R,
-            [b'w'] => Op::W,
-            [b'a', b'c', b'q'] => Op::Acq,
-            [b'r', b'e', b'l'] => Op::Rel,
-            _ => return None,
+        let key = |from: usize, to: usize| {
+            if short {
+                fastline::name_key(window, from, to - from)
+            } else {
+                short_key(&b[from..to])
+            }
         };
-        // Every byte is printable ASCII: the `str`s cannot fail.
-        let text = |b: &[u8]| std::str::from_utf8(b).unwrap_or_default().to_owned();
-        let tid = match short_key(thread).and_then(|k| self.short.thread(k)) {
-            Some(t) => t,
-            None => match self.names.thread(&self.env, &text(thread)) {
-                Ok(t) => {
-                    if let Some(k) = short_key(thread) {
-                        self.short.add_thread(k, t);
-                    }
-                    t
-                }
+        let thread = &b[..s.p1];
+        let cached = key(0, s.p1).and_then(|k| self.short.cache.get(NameKind::Thread, k));
+        let tid = match cached {
+            Some(t) => t as Tid,
+            None => match self.short_thread(key(0, s.p1), thread) {
+                Ok(t) => t,
                 Err(e) => return Some(Err(e)),
             },
         };
-        let kind = match op {
-            Op::R | Op::W => {
-                let slot = match short_key(arg).and_then(|k| self.short.vars.get(&k)) {
-                    Some(&s) => s,
-                    None => {
-                        let loc = self.names.var(&self.env, &text(arg));
-                        if let Some(k) = short_key(arg) {
-                            self.short.vars.insert(k, loc.slot);
-                        }
-                        loc.slot
-                    }
-                };
-                let loc = crate::event::Loc {
-                    obj: super::VARS,
-                    slot,
-                };
-                match op {
-                    Op::R => OwnedKind::Read { loc },
-                    _ => OwnedKind::Write { loc, value: None },
-                }
-            }
-            Op::Acq | Op::Rel => {
-                let lock = match short_key(arg).and_then(|k| self.short.objs.get(&k)) {
-                    Some(&o) => o,
-                    None => {
-                        let o = self.names.obj(&self.env, &text(arg));
-                        if let Some(k) = short_key(arg) {
-                            self.short.objs.insert(k, o);
-                        }
-                        o
-                    }
-                };
-                match op {
-                    Op::Acq => OwnedKind::Acquire { lock },
-                    _ => OwnedKind::Release { lock },
-                }
-            }
-        };
-        let ev = OwnedEvent {
-            tid,
-            site: SiteId(site as u32),
-            index: line_no as u64,
-            kind,
+        let (k, arg) = (key(s.open + 1, s.close), &b[s.open + 1..s.close]);
+        let (op, id) = match &b[s.p1 + 1..s.open] {
+            b"r" => (SimpleOp::Read, self.short_var(k, arg) as u64),
+            b"w" => (SimpleOp::Write, self.short_var(k, arg) as u64),
+            b"acq" => (SimpleOp::Acquire, self.short_obj(k, arg).0),
+            _ => (SimpleOp::Release, self.short_obj(k, arg).0),
         };
         self.events += 1;
+        let (site, index) = (SiteId(s.site), line_no as u64);
+        if self.norm.push_simple(tid, site, index, op, id, out) {
+            return Some(Ok(()));
+        }
+        let ev = OwnedEvent {
+            tid,
+            site,
+            index,
+            kind: op.kind(id),
+        };
         let names = &self.names;
         Some(
             self.norm
@@ -802,6 +695,71 @@ impl Parser {
                 .map_err(|m| err(line_no, m)),
         )
     }
+
+    fn short_thread(&mut self, k: Option<u128>, name: &[u8]) -> Result<Tid, ReadError> {
+        let t = match k.and_then(|k| self.short.threads.get(&k)) {
+            Some(&t) => t,
+            None => {
+                let t = self.names.thread(&self.env, ascii(name))?;
+                if let Some(k) = k {
+                    self.short.threads.insert(k, t);
+                }
+                t
+            }
+        };
+        if let Some(k) = k {
+            self.short.cache.put(NameKind::Thread, k, t as u64);
+        }
+        Ok(t)
+    }
+
+    /// The slot of variable `name`.
+    #[inline]
+    fn short_var(&mut self, k: Option<u128>, name: &[u8]) -> u32 {
+        if let Some(s) = k.and_then(|k| self.short.cache.get(NameKind::Var, k)) {
+            return s as u32;
+        }
+        let slot = match k.and_then(|k| self.short.vars.get(&k)) {
+            Some(&s) => s,
+            None => {
+                let slot = self.names.var(&self.env, ascii(name)).slot;
+                if let Some(k) = k {
+                    self.short.vars.insert(k, slot);
+                }
+                slot
+            }
+        };
+        if let Some(k) = k {
+            self.short.cache.put(NameKind::Var, k, slot as u64);
+        }
+        slot
+    }
+
+    #[inline]
+    fn short_obj(&mut self, k: Option<u128>, name: &[u8]) -> ObjId {
+        if let Some(o) = k.and_then(|k| self.short.cache.get(NameKind::Obj, k)) {
+            return ObjId(o);
+        }
+        let o = match k.and_then(|k| self.short.objs.get(&k)) {
+            Some(&o) => o,
+            None => {
+                let o = self.names.obj(&self.env, ascii(name));
+                if let Some(k) = k {
+                    self.short.objs.insert(k, o);
+                }
+                o
+            }
+        };
+        if let Some(k) = k {
+            self.short.cache.put(NameKind::Obj, k, o.0);
+        }
+        o
+    }
+}
+
+/// A name of a fast line: printable ASCII, so the conversion cannot fail.
+fn ascii(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or_default()
 }
 
 /// A message without its line yet (filled in by [`Parser::event`]).
@@ -868,12 +826,12 @@ impl<R: Read> StdReader<R> {
                     format!("line longer than {} MiB", MAX_LINE >> 20),
                 ),
             })?;
-            let Some((line_no, bytes)) = next else {
+            let Some((line_no, bytes, window)) = next else {
                 self.p.norm.finish(out);
                 self.p.finished = true;
                 return Ok(false);
             };
-            if let Some(done) = self.p.fast_event(line_no, bytes, out) {
+            if let Some(done) = self.p.fast_event(line_no, bytes, window, out) {
                 done?;
                 continue;
             }
@@ -921,7 +879,7 @@ pub fn reserved_tids<R: Read>(src: R) -> io::Result<HashSet<Tid>> {
         }
     };
     loop {
-        let (_, bytes) = match lines.next_line() {
+        let (_, bytes, _) = match lines.next_line() {
             Ok(Some(l)) => l,
             Ok(None) => break,
             Err(LineError::Io(e)) => return Err(e),

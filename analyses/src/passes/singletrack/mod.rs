@@ -59,7 +59,6 @@
 
 pub mod cf;
 mod small;
-mod spin;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -77,9 +76,9 @@ use crate::txgraph::report::cycle_warning;
 use crate::txgraph::{NodeId, TxHb, TxMode, Violation};
 
 use super::shadow::PageTable;
+use crate::spin::SpinCell;
 use cf::{Cf, CfAccess, CfCell, CfConflict, CfView, Target};
 use small::Small;
-use spin::SpinCell;
 
 pub const NAME: &str = "singletrack";
 

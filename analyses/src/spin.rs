@@ -1,8 +1,9 @@
-//! A location's lock: one byte taken with a single `swap` and released with a plain
-//! store. A per-location lock is held for a few dozen instructions and almost never
-//! contended (two threads on one location at once), so the `parking_lot` mutex's
-//! locked compare-and-swap on release is pure cost there; a waiter spins briefly and
-//! then yields its time slice (the holder may have been preempted).
+//! A small lock: one byte taken with a single `swap` and released with a plain
+//! store. The per-location locks of SingleTrack and the per-lock clocks of
+//! [`crate::clocks`] are held for a few dozen instructions and almost never
+//! contended, so the `parking_lot` mutex's locked compare-and-swap on release is
+//! pure cost there; a waiter spins briefly and then yields its time slice (the
+//! holder may have been preempted).
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
