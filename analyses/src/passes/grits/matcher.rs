@@ -1,0 +1,468 @@
+//! Ordered accesses, their simplification, the streaming matcher that infers a
+//! compound discipline, and the automaton that checks one.
+//!
+//! Wood, *Hominy Grits* (Williams College 2008): ordered accesses `M ▷ op_t` (§4.4),
+//! the simplification rules 4.1/4.2 (Fig. 4.6), greedy longest-prefix matching with
+//! tie precedence and a fork/join preference (Algs. 4.1/4.2), and the discipline
+//! patterns (Table 4.1, read-shared from App. A). The matcher is the variant of
+//! `docs/grits.md` ("The matcher"): fork and join are single-access transitions taken
+//! whenever the access carries a forking/joined thread not already named by the
+//! previous transition, and a `thread-local` segment never starts at a hand-off
+//! between threads (validity rule of thesis §3.3). It runs online: the candidates of
+//! the current segment advance in parallel and the segment ends when the last one
+//! dies, so a location keeps O(candidates) state and no trace.
+
+use std::sync::Arc;
+
+use super::know::{Device, OrderSet};
+use crate::event::{Loc, ObjId, Tid};
+
+/// The operation of a logical access (`Rd ⊔ Rd = Rd`, `Wr ⊔ Wr = Wr`, otherwise `Acc`).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum AccOp {
+    Rd,
+    Wr,
+    Acc,
+}
+
+impl AccOp {
+    pub fn merge(self, o: AccOp) -> AccOp {
+        if self == o { self } else { AccOp::Acc }
+    }
+}
+
+/// A logical (simplified) ordered access `M ▷ op_t`. `held` is the set of locks held
+/// at the location's very first access (the thesis's SyncObject refinement), empty
+/// for every other access.
+#[derive(Clone, Debug)]
+pub struct LAcc {
+    pub m: OrderSet,
+    pub op: AccOp,
+    pub tid: Tid,
+    pub held: Vec<ObjId>,
+}
+
+fn locks(m: &[Device]) -> impl Iterator<Item = ObjId> + '_ {
+    m.iter().filter_map(|d| match d {
+        Device::Lock(o) => Some(*o),
+        _ => None,
+    })
+}
+fn vols(m: &[Device]) -> impl Iterator<Item = Loc> + '_ {
+    m.iter().filter_map(|d| match d {
+        Device::Vol(l) => Some(*l),
+        _ => None,
+    })
+}
+fn forkers(m: &[Device]) -> Vec<Tid> {
+    m.iter()
+        .filter_map(|d| match d {
+            Device::Forker(t) => Some(*t),
+            _ => None,
+        })
+        .collect()
+}
+fn joined(m: &[Device]) -> Vec<Tid> {
+    m.iter()
+        .filter_map(|d| match d {
+            Device::Joined(t) => Some(*t),
+            _ => None,
+        })
+        .collect()
+}
+
+/// An inferred simple discipline with its parameters (device identities).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Disc {
+    ThreadLocal(Tid),
+    Fork(Vec<Tid>),
+    Join(Vec<Tid>),
+    GuardedBy(Vec<ObjId>),
+    Vol(Vec<Loc>),
+    ReadShared,
+}
+
+/// The kind of a simple discipline, as a spec names it.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Kind {
+    ThreadLocal,
+    Fork,
+    Join,
+    GuardedBy,
+    Vol,
+    ReadShared,
+}
+
+impl Kind {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Kind::ThreadLocal => "thread-local",
+            Kind::Fork => "fork",
+            Kind::Join => "join",
+            Kind::GuardedBy => "guarded-by",
+            Kind::Vol => "vol",
+            Kind::ReadShared => "read-shared",
+        }
+    }
+    pub fn from_keyword(s: &str) -> Option<Kind> {
+        Some(match s {
+            "thread-local" => Kind::ThreadLocal,
+            "fork" => Kind::Fork,
+            "join" => Kind::Join,
+            "guarded-by" => Kind::GuardedBy,
+            "vol" => Kind::Vol,
+            "read-shared" => Kind::ReadShared,
+            _ => return None,
+        })
+    }
+}
+
+impl Disc {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Disc::ThreadLocal(_) => Kind::ThreadLocal,
+            Disc::Fork(_) => Kind::Fork,
+            Disc::Join(_) => Kind::Join,
+            Disc::GuardedBy(_) => Kind::GuardedBy,
+            Disc::Vol(_) => Kind::Vol,
+            Disc::ReadShared => Kind::ReadShared,
+        }
+    }
+}
+
+/// The candidates of the current segment: each is alive with its length so far.
+#[derive(Clone, Debug, Default)]
+struct Seg {
+    gb: Option<(Vec<ObjId>, u32)>,
+    vol: Option<(Vec<Loc>, u32)>,
+    tl: Option<(Tid, u32)>,
+    rs: Option<u32>,
+    /// The longest candidate that died, ties to the earlier in precedence order.
+    best: Option<(Disc, u32)>,
+}
+
+impl Seg {
+    fn alive(&self) -> bool {
+        self.gb.is_some() || self.vol.is_some() || self.tl.is_some() || self.rs.is_some()
+    }
+    /// Record a candidate's death; candidates die in precedence order within one
+    /// access, so a strictly longer one replaces the best.
+    fn died(&mut self, d: Disc, len: u32) {
+        if self.best.as_ref().is_none_or(|(_, n)| len > *n) {
+            self.best = Some((d, len));
+        }
+    }
+    /// The winner among the candidates still alive (all equally long, longer than
+    /// every dead one), by precedence: guarded-by, vol, thread-local, read-shared.
+    fn alive_winner(&self) -> Option<Disc> {
+        if let Some((l, _)) = &self.gb {
+            return Some(Disc::GuardedBy(l.clone()));
+        }
+        if let Some((v, _)) = &self.vol {
+            return Some(Disc::Vol(v.clone()));
+        }
+        if let Some((t, _)) = self.tl {
+            return Some(Disc::ThreadLocal(t));
+        }
+        self.rs.map(|_| Disc::ReadShared)
+    }
+}
+
+/// Online inference for one location: logical accesses in, a compound discipline out.
+#[derive(Clone, Debug, Default)]
+pub struct Infer {
+    pub out: Vec<Disc>,
+    seg: Option<Seg>,
+    /// Thread of the previous logical access (the hand-off rule).
+    last_tid: Option<Tid>,
+}
+
+impl Infer {
+    /// Feed the next logical access.
+    pub fn feed(&mut self, k: &LAcc) {
+        loop {
+            let Some(seg) = &mut self.seg else {
+                self.start(k);
+                break;
+            };
+            if let Some((l, n)) = &mut seg.gb {
+                let keep: Vec<ObjId> = locks(&k.m).filter(|o| l.contains(o)).collect();
+                if keep.is_empty() {
+                    let (l, n) = seg.gb.take().expect("alive");
+                    seg.died(Disc::GuardedBy(l), n);
+                } else {
+                    *l = keep;
+                    *n += 1;
+                }
+            }
+            if let Some((v, n)) = &mut seg.vol {
+                let keep: Vec<Loc> = vols(&k.m).filter(|o| v.contains(o)).collect();
+                if keep.is_empty() {
+                    let (v, n) = seg.vol.take().expect("alive");
+                    seg.died(Disc::Vol(v), n);
+                } else {
+                    *v = keep;
+                    *n += 1;
+                }
+            }
+            if let Some((t, n)) = &mut seg.tl {
+                if *t == k.tid {
+                    *n += 1;
+                } else {
+                    let (t, n) = seg.tl.take().expect("alive");
+                    seg.died(Disc::ThreadLocal(t), n);
+                }
+            }
+            if let Some(n) = &mut seg.rs {
+                if k.op == AccOp::Rd {
+                    *n += 1;
+                } else {
+                    let n = seg.rs.take().expect("alive");
+                    seg.died(Disc::ReadShared, n);
+                }
+            }
+            if seg.alive() {
+                break;
+            }
+            let (d, _) = seg.best.take().expect("a segment has a first access");
+            self.out.push(d);
+            self.seg = None;
+            // `k` starts the next segment.
+        }
+        self.last_tid = Some(k.tid);
+    }
+
+    fn start(&mut self, k: &LAcc) {
+        let f = forkers(&k.m);
+        if !f.is_empty() {
+            let d = Disc::Fork(f);
+            if self.out.last() != Some(&d) {
+                self.out.push(d);
+                return;
+            }
+        }
+        let j = joined(&k.m);
+        if !j.is_empty() {
+            let d = Disc::Join(j);
+            if self.out.last() != Some(&d) {
+                self.out.push(d);
+                return;
+            }
+        }
+        let first = self.last_tid.is_none();
+        let tl_ok = first || self.last_tid == Some(k.tid) || k.m.is_empty();
+        let mut l: Vec<ObjId> = locks(&k.m).collect();
+        if first {
+            for h in &k.held {
+                if !l.contains(h) {
+                    l.push(*h);
+                }
+            }
+        }
+        l.sort();
+        let v: Vec<Loc> = vols(&k.m).collect();
+        let seg = Seg {
+            gb: (!l.is_empty()).then_some((l, 1)),
+            vol: (!v.is_empty()).then_some((v, 1)),
+            tl: tl_ok.then_some((k.tid, 1)),
+            rs: (k.op == AccOp::Rd).then_some(1),
+            best: None,
+        };
+        if seg.alive() {
+            self.seg = Some(seg);
+        } else {
+            // Nothing describes this access alone (no lock, volatile or new thread
+            // device, a hand-off, not a read): the thesis's fallback.
+            self.out.push(Disc::ThreadLocal(k.tid));
+        }
+    }
+
+    /// End of the accesses: close the current segment.
+    pub fn finish(&mut self) {
+        if let Some(seg) = self.seg.take()
+            && let Some(d) = seg.alive_winner()
+        {
+            self.out.push(d);
+        }
+    }
+
+    /// The discipline as it stands (the current segment closed provisionally).
+    pub fn current(&self) -> Vec<Disc> {
+        let mut c = self.clone();
+        c.finish();
+        c.out
+    }
+}
+
+/// A simple discipline of a spec: its kind and parameter names (thread names are kept
+/// for reading but not checked: they depend on the schedule).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct SDisc {
+    pub kind: Kind,
+    pub params: Vec<String>,
+}
+
+impl std::fmt::Display for SDisc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.kind.keyword())?;
+        match self.kind {
+            Kind::ReadShared => Ok(()),
+            Kind::ThreadLocal => match self.params.first() {
+                Some(t) => write!(f, " {t}"),
+                None => Ok(()),
+            },
+            _ if self.params.is_empty() => Ok(()),
+            _ => write!(f, " {{{}}}", self.params.join(",")),
+        }
+    }
+}
+
+/// A compound discipline (`None`: the location has a race).
+pub type Compound = Vec<SDisc>;
+
+/// Names devices for comparison with a spec (relative to the checked location).
+pub trait Namer {
+    fn lock(&self, o: ObjId) -> Arc<str>;
+    fn vol(&self, l: Loc) -> Arc<str>;
+}
+
+/// A position in one alternative of a spec: inside segment `idx`, which a
+/// thread-local segment owns by `tl`.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+struct St {
+    alt: u16,
+    idx: u16,
+    tl: Tid,
+}
+
+/// The automaton checking one location against the alternatives of its spec
+/// (thesis §4.4's pattern language, each discipline `+`-repeated except the
+/// single-access `fork` and `join`). It reads logical accesses; a raw access that
+/// merges into the pending logical access re-steps that access from the states
+/// before it, so a deviation is found at the raw access that causes it.
+#[derive(Clone, Debug)]
+pub struct Check {
+    alts: Arc<Vec<Compound>>,
+    states: Vec<St>,
+    before: Vec<St>,
+    /// Thread of the logical access before the pending one, and whether the pending
+    /// one is the location's first.
+    before_tid: Option<Tid>,
+    started: bool,
+    first_pending: bool,
+}
+
+fn hits(names: &[String], found: impl Iterator<Item = Arc<str>>) -> bool {
+    found.into_iter().any(|n| names.iter().any(|p| **p == *n))
+}
+
+impl Check {
+    pub fn new(alts: Arc<Vec<Compound>>) -> Check {
+        Check {
+            alts,
+            states: Vec::new(),
+            before: Vec::new(),
+            before_tid: None,
+            started: false,
+            first_pending: false,
+        }
+    }
+
+    fn enters(&self, d: &SDisc, k: &LAcc, prev: Option<Tid>, namer: &dyn Namer) -> bool {
+        let first = prev.is_none();
+        match d.kind {
+            Kind::ThreadLocal => {
+                first
+                    || prev == Some(k.tid)
+                    || (locks(&k.m).next().is_none() && vols(&k.m).next().is_none())
+            }
+            Kind::Fork => !forkers(&k.m).is_empty(),
+            Kind::Join => !joined(&k.m).is_empty(),
+            Kind::GuardedBy => {
+                let held = if first { &k.held[..] } else { &[] };
+                hits(
+                    &d.params,
+                    locks(&k.m)
+                        .chain(held.iter().copied())
+                        .map(|o| namer.lock(o)),
+                )
+            }
+            Kind::Vol => hits(&d.params, vols(&k.m).map(|l| namer.vol(l))),
+            Kind::ReadShared => k.op == AccOp::Rd,
+        }
+    }
+
+    fn continues(&self, d: &SDisc, s: St, k: &LAcc, namer: &dyn Namer) -> bool {
+        match d.kind {
+            Kind::ThreadLocal => k.tid == s.tl,
+            Kind::Fork | Kind::Join => false,
+            Kind::GuardedBy => hits(&d.params, locks(&k.m).map(|o| namer.lock(o))),
+            Kind::Vol => hits(&d.params, vols(&k.m).map(|l| namer.vol(l))),
+            Kind::ReadShared => k.op == AccOp::Rd,
+        }
+    }
+
+    fn step(
+        &self,
+        from: &[St],
+        first: bool,
+        k: &LAcc,
+        prev: Option<Tid>,
+        namer: &dyn Namer,
+    ) -> Vec<St> {
+        let mut out: Vec<St> = Vec::new();
+        let mut push = |s: St| {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        };
+        if first {
+            for (a, alt) in self.alts.iter().enumerate() {
+                if let Some(d) = alt.first()
+                    && self.enters(d, k, None, namer)
+                {
+                    push(St {
+                        alt: a as u16,
+                        idx: 0,
+                        tl: k.tid,
+                    });
+                }
+            }
+            return out;
+        }
+        for &s in from {
+            let alt = &self.alts[s.alt as usize];
+            if self.continues(&alt[s.idx as usize], s, k, namer) {
+                push(s);
+            }
+            if let Some(d) = alt.get(s.idx as usize + 1)
+                && self.enters(d, k, prev, namer)
+            {
+                push(St {
+                    alt: s.alt,
+                    idx: s.idx + 1,
+                    tl: k.tid,
+                });
+            }
+        }
+        out
+    }
+
+    /// A new logical access; false if it leaves the spec.
+    pub fn feed(&mut self, k: &LAcc, prev_tid: Option<Tid>, namer: &dyn Namer) -> bool {
+        self.before = std::mem::take(&mut self.states);
+        self.before_tid = prev_tid;
+        let first = !self.started;
+        self.started = true;
+        self.states = self.step(&self.before, first, k, prev_tid, namer);
+        self.first_pending = first;
+        !self.states.is_empty()
+    }
+
+    /// The pending logical access changed (a raw access merged into it); false if it
+    /// now leaves the spec.
+    pub fn refeed(&mut self, k: &LAcc, namer: &dyn Namer) -> bool {
+        self.states = self.step(&self.before, self.first_pending, k, self.before_tid, namer);
+        !self.states.is_empty()
+    }
+}
