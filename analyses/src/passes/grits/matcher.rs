@@ -417,15 +417,28 @@ impl Check {
             }
         };
         if first {
+            // The first access has no previous access: nothing orders it, so the
+            // device a fork, join or vol segment needs cannot be asked of it (its
+            // M is empty), and it may start after leading thread-local and fork
+            // segments that are empty. Both matter behind a filter (`escape`),
+            // which hides the accesses made before an object escaped: the first
+            // access grits sees is then not the location's first.
             for (a, alt) in self.alts.iter().enumerate() {
-                if let Some(d) = alt.first()
-                    && self.enters(d, k, None, namer)
-                {
-                    push(St {
-                        alt: a as u16,
-                        idx: 0,
-                        tl: k.tid,
-                    });
+                for (j, d) in alt.iter().enumerate() {
+                    let ok = match d.kind {
+                        Kind::Fork | Kind::Join | Kind::Vol => true,
+                        _ => self.enters(d, k, None, namer),
+                    };
+                    if ok {
+                        push(St {
+                            alt: a as u16,
+                            idx: j as u16,
+                            tl: k.tid,
+                        });
+                    }
+                    if !matches!(d.kind, Kind::ThreadLocal | Kind::Fork) {
+                        break;
+                    }
                 }
             }
             return out;

@@ -280,31 +280,56 @@ pub fn generalise(instances: Vec<(String, Option<Compound>)>) -> Vec<Line> {
 /// The text of a generalised spec: `LOCATION: DISCIPLINE` lines, and before a
 /// location with several alternatives a comment saying how many instances each has.
 pub fn render_lines(lines: &[Line]) -> String {
+    let rows: Vec<(String, String, usize)> = lines
+        .iter()
+        .map(|l| (l.location.clone(), render(&l.discipline), l.instances))
+        .collect();
+    render_rows(&rows)
+}
+
+/// [`render_lines`] over `(location, discipline, instances)` rows (as the `grits`
+/// statistics carry them), consecutive rows of one location being its alternatives.
+pub fn render_rows(rows: &[(String, String, usize)]) -> String {
     let mut s = String::new();
     let mut i = 0;
-    while i < lines.len() {
-        let loc = &lines[i].location;
-        let j = lines[i..]
+    while i < rows.len() {
+        let loc = &rows[i].0;
+        let j = rows[i..]
             .iter()
-            .position(|l| &l.location != loc)
-            .map_or(lines.len(), |p| i + p);
+            .position(|l| &l.0 != loc)
+            .map_or(rows.len(), |p| i + p);
         if j - i > 1 {
-            let counts: Vec<String> = lines[i..j]
-                .iter()
-                .map(|l| l.instances.to_string())
-                .collect();
+            let counts: Vec<String> = rows[i..j].iter().map(|l| l.2.to_string()).collect();
             s.push_str(&format!(
                 "# {loc}: {} alternatives, followed by {} instances\n",
                 j - i,
                 counts.join(" + ")
             ));
         }
-        for l in &lines[i..j] {
-            s.push_str(&format!("{}: {}\n", l.location, render(&l.discipline)));
+        for l in &rows[i..j] {
+            s.push_str(&format!("{}: {}\n", l.0, l.1));
         }
         i = j;
     }
     s
+}
+
+/// The rows of the `disciplines` array of the `grits` statistics.
+pub fn rows_of_stats(disciplines: &serde_json::Value) -> Vec<(String, String, usize)> {
+    disciplines
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|d| {
+                    (
+                        d["location"].as_str().unwrap_or("").to_string(),
+                        d["discipline"].as_str().unwrap_or("").to_string(),
+                        d["instances"].as_u64().unwrap_or(0) as usize,
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
