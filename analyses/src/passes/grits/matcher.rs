@@ -72,7 +72,7 @@ fn joined(m: &[Device]) -> Vec<Tid> {
 }
 
 /// An inferred simple discipline with its parameters (device identities).
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Disc {
     ThreadLocal(Tid),
     Fork(Vec<Tid>),
@@ -130,46 +130,42 @@ impl Disc {
     }
 }
 
-/// The candidates of the current segment: each is alive with its length so far.
-#[derive(Clone, Debug, Default)]
+/// The candidates of the current segment, alive while they match. All started at
+/// the segment's first access, so a candidate that dies later is longer: the best is
+/// the one that died last (ties within one access to the earlier in precedence
+/// order), and no lengths need be kept (equal states are shared).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 struct Seg {
-    gb: Option<(Vec<ObjId>, u32)>,
-    vol: Option<(Vec<Loc>, u32)>,
-    tl: Option<(Tid, u32)>,
-    rs: Option<u32>,
-    /// The longest candidate that died, ties to the earlier in precedence order.
-    best: Option<(Disc, u32)>,
+    gb: Option<Vec<ObjId>>,
+    vol: Option<Vec<Loc>>,
+    tl: Option<Tid>,
+    rs: bool,
+    best: Option<Disc>,
 }
 
 impl Seg {
     fn alive(&self) -> bool {
-        self.gb.is_some() || self.vol.is_some() || self.tl.is_some() || self.rs.is_some()
+        self.gb.is_some() || self.vol.is_some() || self.tl.is_some() || self.rs
     }
-    /// Record a candidate's death; candidates die in precedence order within one
-    /// access, so a strictly longer one replaces the best.
-    fn died(&mut self, d: Disc, len: u32) {
-        if self.best.as_ref().is_none_or(|(_, n)| len > *n) {
-            self.best = Some((d, len));
-        }
-    }
-    /// The winner among the candidates still alive (all equally long, longer than
-    /// every dead one), by precedence: guarded-by, vol, thread-local, read-shared.
+    /// The winner among the candidates still alive (all longer than every dead one),
+    /// by precedence: guarded-by, vol, thread-local, read-shared.
     fn alive_winner(&self) -> Option<Disc> {
-        if let Some((l, _)) = &self.gb {
+        if let Some(l) = &self.gb {
             return Some(Disc::GuardedBy(l.clone()));
         }
-        if let Some((v, _)) = &self.vol {
+        if let Some(v) = &self.vol {
             return Some(Disc::Vol(v.clone()));
         }
-        if let Some((t, _)) = self.tl {
+        if let Some(t) = self.tl {
             return Some(Disc::ThreadLocal(t));
         }
-        self.rs.map(|_| Disc::ReadShared)
+        self.rs.then_some(Disc::ReadShared)
     }
 }
 
 /// Online inference for one location: logical accesses in, a compound discipline out.
-#[derive(Clone, Debug, Default)]
+/// Locations share equal states (the pass interns them).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Infer {
     pub out: Vec<Disc>,
     seg: Option<Seg>,
@@ -185,46 +181,41 @@ impl Infer {
                 self.start(k);
                 break;
             };
-            if let Some((l, n)) = &mut seg.gb {
+            // The first candidate (in precedence order) to die at this access.
+            let mut died: Option<Disc> = None;
+            if let Some(l) = &mut seg.gb {
                 let keep: Vec<ObjId> = locks(&k.m).filter(|o| l.contains(o)).collect();
                 if keep.is_empty() {
-                    let (l, n) = seg.gb.take().expect("alive");
-                    seg.died(Disc::GuardedBy(l), n);
+                    died = died.or(seg.gb.take().map(Disc::GuardedBy));
                 } else {
                     *l = keep;
-                    *n += 1;
                 }
             }
-            if let Some((v, n)) = &mut seg.vol {
+            if let Some(v) = &mut seg.vol {
                 let keep: Vec<Loc> = vols(&k.m).filter(|o| v.contains(o)).collect();
                 if keep.is_empty() {
-                    let (v, n) = seg.vol.take().expect("alive");
-                    seg.died(Disc::Vol(v), n);
+                    died = died.or(seg.vol.take().map(Disc::Vol));
                 } else {
                     *v = keep;
-                    *n += 1;
                 }
             }
-            if let Some((t, n)) = &mut seg.tl {
-                if *t == k.tid {
-                    *n += 1;
-                } else {
-                    let (t, n) = seg.tl.take().expect("alive");
-                    seg.died(Disc::ThreadLocal(t), n);
-                }
+            if let Some(t) = seg.tl
+                && t != k.tid
+            {
+                seg.tl = None;
+                died = died.or(Some(Disc::ThreadLocal(t)));
             }
-            if let Some(n) = &mut seg.rs {
-                if k.op == AccOp::Rd {
-                    *n += 1;
-                } else {
-                    let n = seg.rs.take().expect("alive");
-                    seg.died(Disc::ReadShared, n);
-                }
+            if seg.rs && k.op != AccOp::Rd {
+                seg.rs = false;
+                died = died.or(Some(Disc::ReadShared));
+            }
+            if died.is_some() {
+                seg.best = died;
             }
             if seg.alive() {
                 break;
             }
-            let (d, _) = seg.best.take().expect("a segment has a first access");
+            let d = seg.best.take().expect("a segment has a first access");
             self.out.push(d);
             self.seg = None;
             // `k` starts the next segment.
@@ -262,10 +253,10 @@ impl Infer {
         l.sort();
         let v: Vec<Loc> = vols(&k.m).collect();
         let seg = Seg {
-            gb: (!l.is_empty()).then_some((l, 1)),
-            vol: (!v.is_empty()).then_some((v, 1)),
-            tl: tl_ok.then_some((k.tid, 1)),
-            rs: (k.op == AccOp::Rd).then_some(1),
+            gb: (!l.is_empty()).then_some(l),
+            vol: (!v.is_empty()).then_some(v),
+            tl: tl_ok.then_some(k.tid),
+            rs: k.op == AccOp::Rd,
             best: None,
         };
         if seg.alive() {
@@ -275,6 +266,18 @@ impl Infer {
             // device, a hand-off, not a read): the thesis's fallback.
             self.out.push(Disc::ThreadLocal(k.tid));
         }
+    }
+
+    /// Whether a discipline inferred so far (or a candidate of the open segment)
+    /// names lock `o`.
+    pub fn mentions_lock(&self, o: ObjId) -> bool {
+        self.out
+            .iter()
+            .any(|d| matches!(d, Disc::GuardedBy(l) if l.contains(&o)))
+            || self
+                .seg
+                .as_ref()
+                .is_some_and(|s| s.gb.as_ref().is_some_and(|l| l.contains(&o)))
     }
 
     /// End of the accesses: close the current segment.
@@ -328,7 +331,7 @@ pub trait Namer {
 
 /// A position in one alternative of a spec: inside segment `idx`, which a
 /// thread-local segment owns by `tl`.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 struct St {
     alt: u16,
     idx: u16,
@@ -339,7 +342,8 @@ struct St {
 /// (thesis §4.4's pattern language, each discipline `+`-repeated except the
 /// single-access `fork` and `join`). It reads logical accesses; a raw access that
 /// merges into the pending logical access re-steps that access from the states
-/// before it, so a deviation is found at the raw access that causes it.
+/// before it, so a deviation is found at the raw access that causes it. Equality
+/// and hashing take the spec by identity (the pass interns states).
 #[derive(Clone, Debug)]
 pub struct Check {
     alts: Arc<Vec<Compound>>,
@@ -356,7 +360,36 @@ fn hits(names: &[String], found: impl Iterator<Item = Arc<str>>) -> bool {
     found.into_iter().any(|n| names.iter().any(|p| **p == *n))
 }
 
+impl PartialEq for Check {
+    fn eq(&self, o: &Check) -> bool {
+        Arc::ptr_eq(&self.alts, &o.alts)
+            && self.states == o.states
+            && self.before == o.before
+            && self.before_tid == o.before_tid
+            && self.started == o.started
+            && self.first_pending == o.first_pending
+    }
+}
+
+impl Eq for Check {}
+
+impl std::hash::Hash for Check {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        Arc::as_ptr(&self.alts).hash(h);
+        self.states.hash(h);
+        self.before.hash(h);
+        self.before_tid.hash(h);
+        self.started.hash(h);
+        self.first_pending.hash(h);
+    }
+}
+
 impl Check {
+    /// Whether the last access left the spec.
+    pub fn failed(&self) -> bool {
+        self.started && self.states.is_empty()
+    }
+
     pub fn new(alts: Arc<Vec<Compound>>) -> Check {
         Check {
             alts,

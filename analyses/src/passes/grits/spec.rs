@@ -214,15 +214,18 @@ pub struct Line {
 /// shape that is a prefix of another is absorbed by it, and the remaining shapes are
 /// the field's alternatives, the most frequent first, each printed as its first
 /// instance in `instances` order.
-pub fn generalise(instances: Vec<(String, Option<Compound>)>) -> Vec<Line> {
-    let mut by_loc: BTreeMap<String, Vec<Option<Compound>>> = BTreeMap::new();
-    for (loc, c) in instances {
-        by_loc.entry(loc).or_default().push(c);
+///
+/// `instances` holds each distinct (location, discipline) with the number of
+/// instances that followed it.
+pub fn generalise(instances: Vec<(String, Option<Compound>, usize)>) -> Vec<Line> {
+    let mut by_loc: BTreeMap<String, Vec<(Option<Compound>, usize)>> = BTreeMap::new();
+    for (loc, c, n) in instances {
+        by_loc.entry(loc).or_default().push((c, n));
     }
     let mut out = Vec::new();
     for (loc, cs) in by_loc {
-        let n = cs.len();
-        if cs.iter().any(|c| c.is_none()) {
+        let n = cs.iter().map(|(_, k)| k).sum();
+        if cs.iter().any(|(c, _)| c.is_none()) {
             out.push(Line {
                 location: loc,
                 discipline: None,
@@ -230,17 +233,14 @@ pub fn generalise(instances: Vec<(String, Option<Compound>)>) -> Vec<Line> {
             });
             continue;
         }
-        let cs: Vec<Compound> = cs.into_iter().flatten().collect();
         // Distinct shapes, with their first instance and count.
         let mut shapes: Vec<(Shape, Compound, usize)> = Vec::new();
-        for c in cs {
+        for (c, k) in cs {
+            let Some(c) = c else { continue };
             let s = shape(&c);
             match shapes.iter_mut().find(|(t, _, _)| *t == s) {
-                Some(e) => {
-                    e.2 += 1;
-                    // Keep the longest representative (same shape: same length).
-                }
-                None => shapes.push((s, c, 1)),
+                Some(e) => e.2 += k,
+                None => shapes.push((s, c, k)),
             }
         }
         // Absorb prefixes into the longer shapes that extend them.
@@ -390,8 +390,8 @@ mod tests {
             d(Kind::GuardedBy, &["this"]),
         ];
         let lines = generalise(vec![
-            ("C.f".into(), Some(vec![tl("T1")])),
-            ("C.f".into(), Some(long.clone())),
+            ("C.f".into(), Some(vec![tl("T1")]), 1),
+            ("C.f".into(), Some(long.clone()), 1),
             (
                 "C.f".into(),
                 Some(vec![
@@ -399,12 +399,12 @@ mod tests {
                     d(Kind::Fork, &["T0"]),
                     d(Kind::GuardedBy, &["this"]),
                 ]),
+                1,
             ),
-            ("D.g".into(), Some(vec![tl("T0")])),
-            ("D.g".into(), None),
-            ("E.h".into(), Some(vec![d(Kind::ReadShared, &[])])),
-            ("E.h".into(), Some(vec![d(Kind::GuardedBy, &["E.m"])])),
-            ("E.h".into(), Some(vec![d(Kind::GuardedBy, &["E.m"])])),
+            ("D.g".into(), Some(vec![tl("T0")]), 1),
+            ("D.g".into(), None, 1),
+            ("E.h".into(), Some(vec![d(Kind::ReadShared, &[])]), 1),
+            ("E.h".into(), Some(vec![d(Kind::GuardedBy, &["E.m"])]), 2),
         ]);
         assert_eq!(lines.len(), 4);
         assert_eq!((lines[0].location.as_str(), lines[0].instances), ("C.f", 3));
