@@ -47,7 +47,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::ctx::CtxId;
 use crate::event::{Event, EventKind, Loc, ObjId, Op, SiteId, Tid};
 use crate::pass::{Flow, Local, Pass};
-use crate::report::WarningKind;
+use crate::report::{Warning, WarningKind};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
 use crate::vc::{Epoch, VectorClock};
@@ -644,7 +644,7 @@ impl Grits {
         if self.checking() {
             self.report(
                 c,
-                prev,
+                Some(prev),
                 cur,
                 "is not ordered after the previous conflicting access (a race)".into(),
             );
@@ -669,16 +669,36 @@ impl Grits {
             })
             .collect();
         let op = op_word(op_of(c.p_op));
-        let what = if by.is_empty() {
+        let what = if r.from.is_none() {
+            let held: Vec<String> = self
+                .sets
+                .get(c.p_held)
+                .iter()
+                .filter_map(|d| match *d {
+                    Device::Lock(o) => Some(namer.lock(o).to_string()),
+                    _ => None,
+                })
+                .collect();
+            if held.is_empty() {
+                format!("is the location's first access, made holding no lock ({op})")
+            } else {
+                format!(
+                    "is the location's first access, made holding {} ({op})",
+                    held.join(", ")
+                )
+            }
+        } else if by.is_empty() {
             format!("is ordered by program order only ({op})")
         } else {
             format!("is ordered only by {} ({op})", by.join(", "))
         };
-        self.report(c, r.from.unwrap_or(r.cur), r.cur, what);
+        self.report(c, r.from, r.cur, what);
         c.flags |= DONE;
     }
 
-    fn report(&self, c: &Cell, prev: Acc, cur: Acc, what: String) {
+    /// A `discipline` warning at `cur`, after `prev` (none: the location's first
+    /// access).
+    fn report(&self, c: &Cell, prev: Option<Acc>, cur: Acc, what: String) {
         self.n_deviations.fetch_add(1, Relaxed);
         let loc = c.loc();
         let name = self.shared.env.loc_name(loc).name;
@@ -686,17 +706,21 @@ impl Grits {
             Some(Entry::Alts(a)) => a.iter().map(|x| spec::render(&Some(x.clone()))).collect(),
             _ => Vec::new(),
         };
-        let mut w = pair_warning(
-            WarningKind::Discipline,
-            "grits",
-            loc,
-            &prev,
-            &cur,
-            format!(
-                "the access leaves the spec `{}`: it {what}",
-                specs.join("` | `")
-            ),
+        let message = format!(
+            "the access leaves the spec `{}`: it {what}",
+            specs.join("` | `")
         );
+        let mut w = match prev {
+            Some(prev) => pair_warning(WarningKind::Discipline, "grits", loc, &prev, &cur, message),
+            None => {
+                let mut w = Warning::new(WarningKind::Discipline, "grits");
+                w.loc = Some(loc);
+                w.accesses = vec![cur.info()];
+                w.event = (cur.index != 0).then_some(cur.index);
+                w.message = message;
+                w
+            }
+        };
         w.extra.insert("spec".into(), specs.join(" | ").into());
         self.shared.reporter.report(w);
     }
