@@ -319,7 +319,32 @@ pub fn lock_name(image: &Image, addr: u64, site: SiteId) -> String {
                 None => return fallback(),
             }
         }
-        // A call `r.m(…)` / `m(…)` or `b.await()`: the receiver.
+        // A call `r.m(…)` / `b.await()` whose site is the method name: the receiver
+        // is the chain before the dot.
+        None if line
+            .chars()
+            .take(s.col.saturating_sub(1) as usize)
+            .collect::<String>()
+            .trim_end()
+            .ends_with('.') =>
+        {
+            let before: String = line
+                .chars()
+                .take(s.col.saturating_sub(1) as usize)
+                .collect();
+            let before = before.trim_end().trim_end_matches('.');
+            let rev: String = before
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+                .collect();
+            let chain: String = rev.chars().rev().collect();
+            if chain.is_empty() {
+                return fallback();
+            }
+            chain
+        }
+        // A call `r.m(…)` / `m(…)` whose site is its start: the receiver.
         None => {
             let chain: String = text
                 .chars()

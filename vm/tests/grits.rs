@@ -290,3 +290,37 @@ fn behind_the_escape_filter_the_hidden_thread_local_prefix_is_allowed() {
         );
     }
 }
+
+#[test]
+fn locks_and_barriers_are_named_by_the_source() {
+    // A barrier by the receiver of `bar.await()`; the receiver of a synchronized method
+    // called as `m.put(…)` by the variable `m`; `this` for the location's own object.
+    let cases = [
+        ("corpus/bugs/barrier_phased.cj", "int[]", "guarded-by {bar}"),
+        (
+            "corpus/bugs/waitnotify_handoff.cj",
+            "Item.a",
+            "guarded-by {m}",
+        ),
+        (
+            "corpus/bugs/waitnotify_handoff.cj",
+            "Mailbox.slot",
+            "guarded-by {this}",
+        ),
+        (
+            "corpus/bugs/locked_counter.cj",
+            "Counter.count",
+            "guarded-by {this}",
+        ),
+    ];
+    for (file, loc, part) in cases {
+        for tier in ["interp", "jit"] {
+            let text = infer(&root().join(file), 5, tier);
+            let got = lines(&text);
+            let d = &got
+                .get(loc)
+                .unwrap_or_else(|| panic!("{file}: no {loc} in\n{text}"))[0];
+            assert!(d.contains(part), "{file} {tier}: {loc}: {d}");
+        }
+    }
+}
