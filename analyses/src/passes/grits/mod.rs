@@ -1001,3 +1001,17 @@ impl Pass for Grits {
         Some(self.summary())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_costs_one_small_cell() {
+        // The whole per-location state: the cell and its lock (no allocation unless
+        // several threads read between writes).
+        let size = std::mem::size_of::<Mutex<Cell>>();
+        assert!(size <= 96, "{size} bytes");
+        eprintln!("cell: {size} bytes");
+    }
+}
