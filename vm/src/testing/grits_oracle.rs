@@ -471,12 +471,11 @@ pub fn grits_property(trace: &Trace, mutation: &[u8]) -> Result<(), String> {
             _ => "vol {V9}".to_string(),
         };
         parts[pi] = replacement;
+        // (Lines of a spec `infer-disciplines` printed are distinct.)
         let changed: String = text
             .lines()
-            .enumerate()
-            .map(|(i, l)| {
-                if l.starts_with(&format!("{loc}: ")) && lines.get(li) == Some(&l) && i < usize::MAX
-                {
+            .map(|l| {
+                if l == lines[li] {
                     format!("{loc}: {}\n", parts.join("; "))
                 } else {
                     format!("{l}\n")
