@@ -267,6 +267,13 @@ fn bad_specs_and_command_lines() {
     let out = capvm(&["infer-disciplines", trace.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(65));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.std:2"));
+    // A run that ends with a runtime error: 70, no spec.
+    let out = capvm(&[
+        "infer-disciplines",
+        root().join("corpus/errors/div_zero.cj").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(70));
+    assert!(out.stdout.is_empty());
     // A program that does not compile.
     let bad = tmp("bad.cj");
     std::fs::write(&bad, "class Main { static void main() { x = 1; } }\n").unwrap();
