@@ -87,6 +87,36 @@ impl Clocks {
         c
     }
 
+    /// Run `f` on the clock of `lock` (`L_m`: its last releaser's clock), if it was
+    /// ever released. Read by passes that label happens-before edges (`grits`).
+    pub fn with_lock<R>(&self, lock: ObjId, f: impl FnOnce(Option<&VectorClock>) -> R) -> R {
+        f(self.locks[shard_of(lock.0)].lock().get(&lock))
+    }
+
+    /// Run `f` on the clock of volatile `loc` (`L_v`), if it was ever written.
+    pub fn with_volatile<R>(&self, loc: Loc, f: impl FnOnce(Option<&VectorClock>) -> R) -> R {
+        f(self.volatiles[shard_of(loc.key())].lock().get(&loc))
+    }
+
+    /// Run `f` on the final clock of thread `tid`, if it has ended.
+    pub fn with_finished<R>(&self, tid: Tid, f: impl FnOnce(Option<&VectorClock>) -> R) -> R {
+        f(self.finished.lock().get(&tid))
+    }
+
+    /// Run `f` on the clock of an open barrier episode (all arrivals so far).
+    pub fn with_barrier<R>(
+        &self,
+        barrier: ObjId,
+        generation: u64,
+        f: impl FnOnce(Option<&VectorClock>) -> R,
+    ) -> R {
+        f(self
+            .barriers
+            .lock()
+            .get(&(barrier, generation))
+            .map(|e| &e.clock))
+    }
+
     /// Apply the rule for one event of `t` (no-op for non-synchronization events and
     /// for `Fork`, which the chain handles through [`Clocks::fork`]).
     pub fn apply(&self, t: &mut ThreadState, ev: &Event<'_>) {

@@ -51,6 +51,13 @@ pub trait Env: Send + Sync {
     fn obj_label(&self, obj: ObjId) -> String {
         format!("o{}", obj.0)
     }
+    /// How disciplines name a lock (a monitor, or a barrier) that the program reached
+    /// at `site` (its first acquire or barrier departure): the field or variable it
+    /// was reached through, or its class for a class monitor. The default is
+    /// [`Env::obj_label`] (a trace's own name for the lock).
+    fn lock_name(&self, lock: ObjId, _site: SiteId) -> String {
+        self.obj_label(lock)
+    }
     /// The live heap, if there is one (not for offline traces).
     fn heap(&self) -> Option<&dyn HeapView> {
         None

@@ -18,6 +18,8 @@ pub enum WarningKind {
     Conflict,
     Serializability,
     Atomicity,
+    /// Grits: an access left its location's synchronization discipline.
+    Discipline,
 }
 
 impl WarningKind {
@@ -29,6 +31,7 @@ impl WarningKind {
             WarningKind::Conflict => "conflict",
             WarningKind::Serializability => "serializability",
             WarningKind::Atomicity => "atomicity",
+            WarningKind::Discipline => "discipline",
         }
     }
 }
@@ -207,6 +210,7 @@ pub fn render_text(r: &Reported, env: &dyn Env, ctxs: &CtxTree) -> String {
         WarningKind::Conflict => "determinism conflict",
         WarningKind::Serializability => "external serializability violation",
         WarningKind::Atomicity => "atomicity violation",
+        WarningKind::Discipline => "synchronization discipline deviation",
     };
     let loc = w.loc.map(|l| env.loc_name(l));
     match &loc {

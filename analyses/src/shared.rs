@@ -45,4 +45,6 @@ pub struct ChainOptions {
     /// Fold warnings by location instead of by pair of sites (offline analysis,
     /// where every event has a site of its own; see [`Reporter::by_location`]).
     pub fold_by_location: bool,
+    /// `grits --spec FILE.grits`: check runs against this spec instead of inferring.
+    pub grits_spec: Option<Arc<crate::passes::grits::spec::GritsSpec>>,
 }

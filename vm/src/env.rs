@@ -108,6 +108,10 @@ impl Env for VmEnv {
         obj_label(&self.image, obj.0)
     }
 
+    fn lock_name(&self, lock: ObjId, site: SiteId) -> String {
+        lock_name(&self.image, lock.0, site)
+    }
+
     fn heap(&self) -> Option<&dyn HeapView> {
         Some(self)
     }
@@ -158,6 +162,10 @@ impl Env for CapsuleOverride {
 
     fn obj_label(&self, obj: ObjId) -> String {
         Env::obj_label(&*self.inner, obj)
+    }
+
+    fn lock_name(&self, lock: ObjId, site: SiteId) -> String {
+        Env::lock_name(&*self.inner, lock, site)
     }
 
     fn heap(&self) -> Option<&dyn HeapView> {
@@ -259,5 +267,149 @@ impl HeapView for VmEnv {
 
     fn is_capsule_shared(&self, obj: ObjId) -> bool {
         heap::header(obj.0) & layout::CAPSULE_BIT != 0
+    }
+}
+
+/// How `grits` names a lock or barrier the program reached at `site` (its
+/// `synchronized (e)` statement, the call of a `synchronized` method, or the
+/// `b.await()`): a class monitor by its class; otherwise by the expression the
+/// source used, with a field written `Class.field` (`this.lock`, `acct.lock` →
+/// `Account.lock`), a local variable by its name, the receiver `this` by the class
+/// of the object. The object label (`o17`) when the source says nothing usable.
+pub fn lock_name(image: &Image, addr: u64, site: SiteId) -> String {
+    let p = &image.program;
+    if heap::kind(addr) == Kind::ClassMonitor {
+        let c = heap::type_id(addr) as usize;
+        return p
+            .classes
+            .get(c)
+            .map_or_else(|| obj_label(image, addr), |c| c.name.clone());
+    }
+    let fallback = || obj_label(image, addr);
+    let Some(s) = p.sites.get(site.0 as usize).filter(|_| site.0 != 0) else {
+        return fallback();
+    };
+    let Some(file) = p.files.get(s.file.index()) else {
+        return fallback();
+    };
+    let Some(line) = file.text.lines().nth(s.line.saturating_sub(1) as usize) else {
+        return fallback();
+    };
+    let text: String = line
+        .chars()
+        .skip(s.col.saturating_sub(1) as usize)
+        .collect();
+    let expr = match text.strip_prefix("synchronized") {
+        Some(rest) => {
+            let rest = rest.trim_start();
+            let Some(inner) = rest.strip_prefix('(') else {
+                return fallback();
+            };
+            let mut depth = 1;
+            let end = inner.char_indices().find_map(|(i, ch)| {
+                match ch {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    _ => {}
+                }
+                (depth == 0).then_some(i)
+            });
+            match end {
+                Some(e) => inner[..e].trim().to_string(),
+                None => return fallback(),
+            }
+        }
+        // A call `r.m(…)` / `b.await()` whose site is the method name: the receiver
+        // is the chain before the dot.
+        None if line
+            .chars()
+            .take(s.col.saturating_sub(1) as usize)
+            .collect::<String>()
+            .trim_end()
+            .ends_with('.') =>
+        {
+            let before: String = line
+                .chars()
+                .take(s.col.saturating_sub(1) as usize)
+                .collect();
+            let before = before.trim_end().trim_end_matches('.');
+            let rev: String = before
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+                .collect();
+            let chain: String = rev.chars().rev().collect();
+            if chain.is_empty() {
+                return fallback();
+            }
+            chain
+        }
+        // A call `r.m(…)` / `m(…)` whose site is its start: the receiver.
+        None => {
+            let chain: String = text
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.' || c.is_whitespace())
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            match chain.rfind('.') {
+                Some(i) => chain[..i].to_string(),
+                None if !chain.is_empty() => "this".to_string(),
+                None => return fallback(),
+            }
+        }
+    };
+    let class_of_obj = || {
+        (heap::kind(addr) == Kind::Object)
+            .then(|| {
+                p.classes
+                    .get(heap::type_id(addr) as usize)
+                    .map(|c| c.name.clone())
+            })
+            .flatten()
+    };
+    if expr == "this" {
+        return class_of_obj().unwrap_or_else(fallback);
+    }
+    let parts: Vec<&str> = expr.split('.').collect();
+    let ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if !parts.iter().all(|s| ident(s)) {
+        return expr;
+    }
+    let field = *parts.last().expect("split yields one part");
+    let here = s.func.map(|f| p.func(f).class);
+    let declares = |c: usize| {
+        p.classes[c].fields.iter().any(|f| f.name == field)
+            || p.statics
+                .iter()
+                .any(|st| st.class.index() == c && st.name == field)
+    };
+    // `Class.f` (a static written with its class) stays as written.
+    if parts.len() == 2 && p.classes.iter().any(|c| c.name == parts[0]) {
+        return expr;
+    }
+    // `f` or `this.f`: a field of the enclosing class, unless `f` is a variable.
+    if (parts.len() == 1 || (parts.len() == 2 && parts[0] == "this"))
+        && let Some(c) = here
+        && declares(c.index())
+    {
+        let is_local = parts.len() == 1
+            && s.func.is_some_and(|f| {
+                p.func(f)
+                    .locals
+                    .iter()
+                    .any(|l| l.name.as_deref() == Some(field))
+            });
+        if !is_local {
+            return format!("{}.{field}", p.classes[c.index()].name);
+        }
+    }
+    if parts.len() == 1 {
+        return field.to_string();
+    }
+    // `x.f`: the one class that declares `f`, else the expression as written.
+    let owners: Vec<usize> = (0..p.classes.len()).filter(|&c| declares(c)).collect();
+    match owners.as_slice() {
+        [c] => format!("{}.{field}", p.classes[*c].name),
+        _ => expr,
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod grits;
 pub mod infer;
 
 use std::cell::Cell;

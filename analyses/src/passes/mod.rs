@@ -19,6 +19,7 @@ pub mod eraser;
 pub mod escape;
 pub mod fasttrack;
 pub mod goldilocks;
+pub mod grits;
 pub mod hb;
 pub mod record;
 pub mod shadow;
@@ -37,6 +38,7 @@ pub const NAMES: &[&str] = &[
     "hb",
     "count",
     "record",
+    "grits",
 ];
 
 /// The passes of `a:b:c` (`none` or the empty string: no pass), built over `shared`.
@@ -71,6 +73,7 @@ pub fn make(name: &str, shared: &Arc<Shared>) -> Result<Box<dyn Pass>, ChainErro
         "goldilocks" => Ok(Box::new(goldilocks::Goldilocks::new(shared))),
         "eraser" => Ok(Box::new(eraser::Eraser::new(shared))),
         "hb" => Ok(Box::new(hb::Hb::new(shared))),
+        "grits" => Ok(Box::new(grits::Grits::new(shared))),
         other => Err(ChainError(format!(
             "unknown analysis `{other}` (known: {})",
             NAMES.join(", ")

@@ -12,7 +12,7 @@ use super::program_oracles;
 use super::trace_oracles::{detectors_agree_with_hb, renumber, specs_agree_with_bruteforce};
 
 /// Every target, by name.
-pub const TARGETS: [&str; 8] = [
+pub const TARGETS: [&str; 9] = [
     "detectors_vs_hb",
     "detectors_vs_hb_run",
     "filters_trace_precise",
@@ -21,6 +21,7 @@ pub const TARGETS: [&str; 8] = [
     "compile_no_panic",
     "trace_no_panic",
     "trace_names_no_panic",
+    "grits_spec",
 ];
 
 /// Run target `name` on `data`.
@@ -34,6 +35,7 @@ pub fn replay(name: &str, data: &[u8]) -> Result<(), String> {
         "compile_no_panic" => panic_oracles::compile_no_panic(data),
         "trace_no_panic" => panic_oracles::trace_no_panic(data),
         "trace_names_no_panic" => panic_oracles::trace_names_no_panic(data),
+        "grits_spec" => grits_spec(data),
         other => Err(format!("unknown fuzz target `{other}`")),
     }
 }
@@ -81,4 +83,12 @@ pub fn spec_vs_bruteforce(data: &[u8]) -> Result<(), String> {
 pub fn interp_vs_jit(data: &[u8]) -> Result<(), String> {
     let (src, seed) = program(data);
     program_oracles::interp_vs_jit(&src, seed).map_err(|e| format!("{e}\n{src}"))
+}
+
+/// Property 8 on a generated trace: the first 4 bytes choose the mutations, the rest
+/// drives the generator.
+pub fn grits_spec(data: &[u8]) -> Result<(), String> {
+    let (mutation, rest) = data.split_at(data.len().min(4));
+    let trace = renumber(&gen_from_bytes(rest))?;
+    super::grits_oracle::grits_property(&trace, mutation)
 }

@@ -14,6 +14,7 @@
 //! Property 3 (SLP compression) has no oracle: there is no compressor yet.
 
 pub mod fuzz;
+pub mod grits_oracle;
 pub mod log;
 pub mod panic_oracles;
 pub mod program_oracles;

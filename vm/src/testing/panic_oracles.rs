@@ -10,7 +10,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use lang::ir::SourceFile;
 
 /// Every chain `trace_no_panic` runs: each analysis alone, and the filter chains.
-pub const CHAINS: [&str; 14] = [
+pub const CHAINS: [&str; 16] = [
     "count",
     "hb",
     "fasttrack",
@@ -25,6 +25,8 @@ pub const CHAINS: [&str; 14] = [
     "escape:capsule:singletrack:fasttrack",
     "escape:capsule:atomicity:djit",
     "escape:goldilocks:eraser",
+    "grits",
+    "grits:fasttrack",
 ];
 
 /// Bytes as CapJava source: what `capvm check` does (compile, render diagnostics and
@@ -58,9 +60,20 @@ pub fn compile_no_panic(data: &[u8]) -> Result<(), String> {
 /// and JSON report).
 pub fn trace_no_panic(data: &[u8]) -> Result<(), String> {
     let text = String::from_utf8_lossy(data);
+    // The same bytes as a Grits spec: parsing never panics, and a spec that parses
+    // is checked against the trace.
+    let spec = analyses::passes::grits::spec::parse(&text);
     let Ok(trace) = parse_std(&text) else {
         return Ok(());
     };
+    if let Ok(spec) = spec {
+        let options = ChainOptions {
+            grits_spec: Some(std::sync::Arc::new(spec)),
+            ..ChainOptions::default()
+        };
+        let chain = analyze(&trace, "grits", options).map_err(|e| e.0)?;
+        print_reports(&trace, &chain)?;
+    }
     analyze_and_print(&trace)
 }
 

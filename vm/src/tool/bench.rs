@@ -47,6 +47,7 @@ fn say(line: &str) {
 pub const DEFAULT_CHAINS: &[&str] = &[
     "djit",
     "fasttrack",
+    "grits",
     "goldilocks",
     "eraser",
     "escape:fasttrack",
@@ -70,7 +71,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "K1,K2", value_delimiter = ',')]
     kernels: Option<Vec<String>>,
     /// Chains to compare with the bare run (`none`), comma-separated [default: djit,
-    /// fasttrack, goldilocks, eraser, escape:fasttrack, capsule:fasttrack,
+    /// fasttrack, grits, goldilocks, eraser, escape:fasttrack, capsule:fasttrack,
     /// escape:capsule:fasttrack, singletrack:fasttrack, escape:capsule:singletrack:fasttrack].
     #[arg(long, value_name = "C1,C2", value_delimiter = ',')]
     chains: Option<Vec<String>>,

@@ -61,6 +61,9 @@ enum Cmd {
     Analyze(AnalyzeArgs),
     /// Infer the capsule classes: capsule detection to a fixed point; writes FILE.capsules.
     InferCapsules(InferArgs),
+    /// Infer each location's synchronization discipline (Hominy Grits) from one run
+    /// of a program or from a trace: `LOCATION: DISCIPLINE` lines on stdout.
+    InferDisciplines(crate::tool::grits::InferDisciplinesArgs),
     /// Overhead and filter-effectiveness tables: the kernels of corpus/bench bare and
     /// under analysis chains.
     Bench(crate::tool::bench::BenchArgs),
@@ -122,6 +125,10 @@ struct RunArgs {
     /// `capsule` annotations; `inferred` reads FILE.capsules (see `infer-capsules`).
     #[arg(long, value_name = "C1,C2|inferred")]
     capsules: Option<String>,
+    /// Check the `grits` pass's locations against this spec (`LOCATION: DISCIPLINE`
+    /// lines, as `infer-disciplines` prints them) instead of inferring.
+    #[arg(long, value_name = "FILE.grits")]
+    spec: Option<PathBuf>,
     /// JIT: call the first pass for every access instead of its inline test
     /// (measurement only).
     #[arg(long, hide = true)]
@@ -145,6 +152,9 @@ struct AnalyzeArgs {
     /// own, handing batches of events to the analysis).
     #[arg(long)]
     single_thread: bool,
+    /// Check the `grits` pass's locations against this spec instead of inferring.
+    #[arg(long, value_name = "FILE.grits")]
+    spec: Option<PathBuf>,
 }
 
 /// `os` or `seeded:SEED`.
@@ -193,6 +203,7 @@ fn run_cli(args: impl IntoIterator<Item = OsString>) -> i32 {
         },
         Cmd::Analyze(a) => cmd_analyze(a),
         Cmd::InferCapsules(a) => cmd_infer(a),
+        Cmd::InferDisciplines(a) => crate::tool::grits::cmd_infer_disciplines(a),
         Cmd::Bench(a) => crate::tool::bench::cmd_bench(a),
     }
 }
@@ -217,7 +228,7 @@ fn color() -> bool {
 }
 
 /// Read and compile one file; diagnostics (and warnings) go to stderr.
-fn compile(path: &Path) -> Result<lang::ir::Program, i32> {
+pub(crate) fn compile(path: &Path) -> Result<lang::ir::Program, i32> {
     let text = match std::fs::read(path) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) => {
@@ -259,6 +270,24 @@ fn cmd_run(a: RunArgs) -> i32 {
             Err(code) => return code,
         },
     };
+    let grits = match &a.spec {
+        None => None,
+        Some(path) => {
+            let tools = a.tools.as_deref().unwrap_or(crate::run::DEFAULT_TOOLS);
+            if let Err(code) = crate::tool::grits::check_chain_has_grits(tools) {
+                return code;
+            }
+            match crate::tool::grits::load_spec(path) {
+                Ok(s) => Some(crate::tool::grits::spec_chain(
+                    tools,
+                    s,
+                    a.record.clone(),
+                    capsules.clone(),
+                )),
+                Err(code) => return code,
+            }
+        }
+    };
     let program = match compile(&a.file) {
         Ok(p) => p,
         Err(code) => return code,
@@ -266,7 +295,7 @@ fn cmd_run(a: RunArgs) -> i32 {
     let cfg = RunConfig {
         capsules,
         tools: a.tools,
-        chain_factory: None,
+        chain_factory: grits,
         sched: a.sched,
         tier: a.tier,
         record: a.record,
@@ -384,8 +413,21 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
     // wrote it did (same warnings and counts). Any other trace gives every event a
     // site of its own (its line), so folding by sites would keep one warning per racy
     // event: fold by location instead, one warning per analysis and location.
+    let grits_spec = match &a.spec {
+        None => None,
+        Some(path) => {
+            if let Err(code) = crate::tool::grits::check_chain_has_grits(spec) {
+                return code;
+            }
+            match crate::tool::grits::load_spec(path) {
+                Ok(s) => Some(s),
+                Err(code) => return code,
+            }
+        }
+    };
     let options = |env: &analyses::trace::TraceEnv| ChainOptions {
         fold_by_location: !env.is_recorded(),
+        grits_spec: grits_spec.clone(),
         ..ChainOptions::default()
     };
     let mode = if a.single_thread {
