@@ -12,6 +12,7 @@ use crate::pass::Pass;
 use crate::shared::{ChainOptions, Shared};
 
 pub mod atomicity;
+pub mod bigfoot;
 pub mod capsule;
 pub mod count;
 pub mod djit;
@@ -37,6 +38,7 @@ pub const NAMES: &[&str] = &[
     "hb",
     "count",
     "record",
+    "bigfoot",
 ];
 
 /// The passes of `a:b:c` (`none` or the empty string: no pass), built over `shared`.
@@ -71,6 +73,7 @@ pub fn make(name: &str, shared: &Arc<Shared>) -> Result<Box<dyn Pass>, ChainErro
         "goldilocks" => Ok(Box::new(goldilocks::Goldilocks::new(shared))),
         "eraser" => Ok(Box::new(eraser::Eraser::new(shared))),
         "hb" => Ok(Box::new(hb::Hb::new(shared))),
+        "bigfoot" => Ok(Box::new(bigfoot::BigFoot::new(shared))),
         other => Err(ChainError(format!(
             "unknown analysis `{other}` (known: {})",
             NAMES.join(", ")

@@ -325,6 +325,7 @@ impl Normalizer {
                 }
             }
             OwnedKind::Read { .. }
+            | OwnedKind::Check { .. }
             | OwnedKind::Write { .. }
             | OwnedKind::VolatileRead { .. }
             | OwnedKind::VolatileWrite { .. }
