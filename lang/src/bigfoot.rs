@@ -63,7 +63,7 @@
 //! facts of §3.5 (an array access in a loop is a one-element check per iteration,
 //! which the runtime's footprints coalesce into ranges, DYNAMICBF) and alias facts.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::ir::*;
 
@@ -125,6 +125,10 @@ pub struct Placement {
     pub checked_paths: usize,
     /// Loop tests copied to rotate loops.
     pub rotated_loops: usize,
+    /// Accesses in loops covered by a range check after the loop.
+    pub loop_covered: usize,
+    /// Range checks placed after loops.
+    pub loop_ranges: usize,
 }
 
 /// Per function: may it (transitively) acquire, may it release (the kill sets of
@@ -191,7 +195,10 @@ fn own_sync(prog: &Program, inst: &Inst) -> Sync {
 
 struct Ctx<'p> {
     prog: &'p Program,
-    kills: Vec<(bool, bool)>,
+    kills: &'p [(bool, bool)],
+    /// Accesses of this function that a loop's range check covers
+    /// ([`coalesce_loops`]): (block, instruction).
+    covered: HashSet<(usize, usize)>,
 }
 
 impl Ctx<'_> {
@@ -203,6 +210,15 @@ impl Ctx<'_> {
             }
             _ => own_sync(self.prog, inst),
         }
+    }
+
+    /// The plain access instruction `i` of block `b` performs and placement must
+    /// check: its path and kind (none for accesses a loop's range check covers).
+    fn access_at(&self, b: usize, i: usize, inst: &Inst) -> Option<(Path, bool)> {
+        if self.covered.contains(&(b, i)) {
+            return None;
+        }
+        self.access(inst)
     }
 
     /// The plain access an instruction performs: its path and kind.
@@ -270,15 +286,18 @@ fn successors(t: &Terminator) -> Vec<BlockId> {
 /// Place BigFoot checks in every function of `prog`; returns the placed program and
 /// what placement did.
 pub fn place(prog: &Program) -> (Program, Placement) {
-    let cx = Ctx {
-        prog,
-        kills: sync_summaries(prog),
-    };
+    let kills = sync_summaries(prog);
     let mut out = prog.clone();
     let mut stats = Placement::default();
     let mut raw: Vec<Vec<RawCheck>> = Vec::with_capacity(prog.funcs.len());
     for f in out.funcs.iter_mut() {
+        let mut cx = Ctx {
+            prog,
+            kills: &kills,
+            covered: HashSet::new(),
+        };
         rename_self_accesses(f);
+        cx.covered = coalesce_loops(&cx, f, &mut stats);
         stats.rotated_loops += rotate_loops(f);
         raw.push(place_function(&cx, f, &mut stats));
     }
@@ -443,8 +462,8 @@ fn place_function(cx: &Ctx<'_>, f: &Function, stats: &mut Placement) -> Vec<RawC
         changed = false;
         for &b in order.iter().rev() {
             let mut a = ant_out(&succs[b], &ant_in, &f.blocks[b].term);
-            for inst in f.blocks[b].insts.iter().rev() {
-                ant_step(cx, inst, &mut a);
+            for (i, inst) in f.blocks[b].insts.iter().enumerate().rev() {
+                ant_step(cx, b, i, inst, &mut a);
             }
             if ant_in[b].as_ref() != Some(&a) {
                 ant_in[b] = Some(a);
@@ -586,7 +605,7 @@ fn ant_out(succs: &[BlockId], ant_in: &[Option<Facts>], term: &Terminator) -> Fa
 }
 
 /// One instruction, backward: anticipated before it from anticipated after it.
-fn ant_step(cx: &Ctx<'_>, inst: &Inst, a: &mut Facts) {
+fn ant_step(cx: &Ctx<'_>, b: usize, i: usize, inst: &Inst, a: &mut Facts) {
     let sync = cx.sync(inst);
     if sync.acquires() {
         a.clear();
@@ -595,7 +614,7 @@ fn ant_step(cx: &Ctx<'_>, inst: &Inst, a: &mut Facts) {
     if let Some(x) = dst_of(inst) {
         remove_mentions(a, x);
     }
-    if let Some((p, k)) = cx.access(inst) {
+    if let Some((p, k)) = cx.access_at(b, i, inst) {
         let e = a.entry(p).or_insert(k);
         *e |= k;
     }
@@ -618,7 +637,7 @@ fn forward_block(
     let mut a = ant_out(&succs[b], ant_in, &block.term);
     for (i, inst) in block.insts.iter().enumerate().rev() {
         after[i] = a.clone();
-        ant_step(cx, inst, &mut a);
+        ant_step(cx, b, i, inst, &mut a);
     }
     let mut pending = inn.clone();
     let mut checked = Facts::new();
@@ -687,10 +706,12 @@ fn forward_block(
             remove_mentions(&mut checked, x);
             remove_mentions(&mut local, x);
         }
-        if let Some((p, k)) = cx.access(inst) {
-            if let Some(s) = stats.as_deref_mut() {
-                s.accesses += 1;
-            }
+        if let Some(s) = stats.as_deref_mut()
+            && cx.access(inst).is_some()
+        {
+            s.accesses += 1;
+        }
+        if let Some((p, k)) = cx.access_at(b, i, inst) {
             if checked.get(&p).is_some_and(|c| *c >= k) {
                 continue;
             }
@@ -774,6 +795,16 @@ fn shadow_groups(prog: &Program, raw: &[Vec<RawCheck>]) -> Vec<Vec<u32>> {
 
 /// Insert the checks of one function (splitting edges as needed), coalesced.
 fn emit(f: &mut Function, checks: Vec<RawCheck>, groups: &[Vec<u32>], stats: &mut Placement) {
+    // Each path's check reports the site of its first access (so warnings on
+    // different locations have different sites and are not folded together).
+    let mut sites: HashMap<Path, SiteId> = HashMap::new();
+    for b in &f.blocks {
+        for i in &b.insts {
+            if let Some((p, site)) = raw_path(i) {
+                sites.entry(p).or_insert(site);
+            }
+        }
+    }
     // Edge checks get a block of their own on the edge.
     let mut inside: BTreeMap<(usize, usize), Vec<RawCheck>> = BTreeMap::new();
     for c in checks {
@@ -781,7 +812,7 @@ fn emit(f: &mut Function, checks: Vec<RawCheck>, groups: &[Vec<u32>], stats: &mu
             None => inside.entry((c.block, c.at)).or_default().push(c),
             Some(to) => {
                 let split = BlockId(f.blocks.len() as u32);
-                let insts = coalesce(&c.paths, c.site, groups, stats);
+                let insts = coalesce(&c.paths, c.site, groups, &sites, stats);
                 f.blocks.push(Block {
                     insts,
                     term: Terminator::Jump(to),
@@ -803,34 +834,56 @@ fn emit(f: &mut Function, checks: Vec<RawCheck>, groups: &[Vec<u32>], stats: &mu
     for ((b, at), cs) in inside.into_iter().rev() {
         let mut insts = Vec::new();
         for c in cs {
-            insts.extend(coalesce(&c.paths, c.site, groups, stats));
+            insts.extend(coalesce(&c.paths, c.site, groups, &sites, stats));
         }
         let block = &mut f.blocks[b];
         block.insts.splice(at..at, insts);
     }
 }
 
-/// One check instruction per object local and kind (fields, as shadow groups), per
-/// static and per element.
+/// The path and site of an access instruction (volatile ones included: only used to
+/// find the sites of paths that are checked, which are never volatile).
+fn raw_path(inst: &Inst) -> Option<(Path, SiteId)> {
+    match *inst {
+        Inst::GetField {
+            obj, field, site, ..
+        }
+        | Inst::PutField {
+            obj, field, site, ..
+        } => Some((Path::Field(obj, field.class, field.index), site)),
+        Inst::GetStatic { field, site, .. } | Inst::PutStatic { field, site, .. } => {
+            Some((Path::Static(field), site))
+        }
+        Inst::ArrayLoad {
+            arr, index, site, ..
+        }
+        | Inst::ArrayStore {
+            arr, index, site, ..
+        } => Some((Path::Elem(arr, index), site)),
+        _ => None,
+    }
+}
+
+/// One check instruction per object local, kind and shadow group (reporting the
+/// site of the group's first path), per static and per element.
 fn coalesce(
     paths: &[(Path, bool)],
-    site: SiteId,
+    fallback: SiteId,
     groups: &[Vec<u32>],
+    sites: &HashMap<Path, SiteId>,
     stats: &mut Placement,
 ) -> Vec<Inst> {
     stats.checked_paths += paths.len();
-    let mut fields: BTreeMap<(Local, ClassId, bool), BTreeMap<u32, u64>> = BTreeMap::new();
+    let site_of = |p: &Path| sites.get(p).copied().unwrap_or(fallback);
+    let mut fields: BTreeMap<(Local, ClassId, bool, u32), (u64, SiteId)> = BTreeMap::new();
     let mut out = Vec::new();
     for (p, k) in paths {
+        let site = site_of(p);
         match *p {
             Path::Field(o, class, idx) => {
                 let rep = groups[class.index()][idx as usize];
                 let bit = if idx < 64 { 1u64 << idx } else { 0 };
-                *fields
-                    .entry((o, class, *k))
-                    .or_default()
-                    .entry(rep)
-                    .or_insert(0) |= bit;
+                fields.entry((o, class, *k, rep)).or_insert((0, site)).0 |= bit;
             }
             Path::Static(field) => out.push(Inst::Check {
                 target: CheckTarget::Static { field },
@@ -844,12 +897,12 @@ fn coalesce(
             }),
         }
     }
-    for ((obj, class, write), gs) in fields {
+    for ((obj, class, write, rep), (mask, site)) in fields {
         out.push(Inst::Check {
             target: CheckTarget::Fields {
                 obj,
                 class,
-                groups: gs.into_iter().collect(),
+                groups: vec![(rep, mask)],
             },
             write,
             site,
@@ -857,4 +910,340 @@ fn coalesce(
     }
     stats.checks += out.len();
     out
+}
+
+/// The loop range checks of §3.5 for the simplest induction pattern (Fig. 3.6b, E11):
+/// in a loop with no synchronization at all whose only exit is its test, an element
+/// access `a[i + c]` (a constant `c`; `a` not assigned in the loop; `i` the loop's
+/// induction variable, assigned only by `i = i + k` with a constant `k > 0` in the
+/// latch) that runs in every iteration before the increment touches exactly
+/// `a[i0 + c .. i + c : k]` when the loop exits, `i0` being `i` on entry. Such accesses
+/// get no per-iteration check: one range check per array and offset (one step-1
+/// range when the offsets are `c0 .. c0 + k - 1` with one kind) on the exit edge, and
+/// `i0` is copied at the end of the preheader. Returns the covered accesses.
+///
+/// Precise: no acquire lies between the accesses and the check (the loop has no
+/// synchronization), which covers them; every index of the range was accessed with
+/// a kind at least the check's, with no release between, which makes it legitimate.
+fn coalesce_loops(
+    cx: &Ctx<'_>,
+    f: &mut Function,
+    stats: &mut Placement,
+) -> HashSet<(usize, usize)> {
+    let mut covered = HashSet::new();
+    let headers: Vec<(BlockId, Vec<BlockId>)> = {
+        let mut by_header: BTreeMap<BlockId, Vec<BlockId>> = BTreeMap::new();
+        for (from, to) in back_edges(f) {
+            by_header.entry(to).or_default().push(from);
+        }
+        by_header.into_iter().collect()
+    };
+    for (h, latches) in headers {
+        if let [l] = latches[..] {
+            coalesce_loop(cx, f, h.index(), l.index(), &mut covered, stats);
+        }
+    }
+    covered
+}
+
+/// Definitions of each local: (block, instruction) positions.
+fn defs_in(
+    f: &Function,
+    blocks: impl Iterator<Item = usize>,
+) -> HashMap<Local, Vec<(usize, usize)>> {
+    let mut d: HashMap<Local, Vec<(usize, usize)>> = HashMap::new();
+    for b in blocks {
+        for (i, inst) in f.blocks[b].insts.iter().enumerate() {
+            if let Some(x) = dst_of(inst) {
+                d.entry(x).or_default().push((b, i));
+            }
+        }
+    }
+    d
+}
+
+/// The value of `c` if its only definition in the function is an int constant.
+fn const_of(all: &HashMap<Local, Vec<(usize, usize)>>, f: &Function, c: Local) -> Option<i64> {
+    match all.get(&c).map(Vec::as_slice) {
+        Some([(b, i)]) => match f.blocks[*b].insts[*i] {
+            Inst::Const {
+                value: Const::Int(v),
+                ..
+            } => Some(v),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn coalesce_loop(
+    cx: &Ctx<'_>,
+    f: &mut Function,
+    h: usize,
+    l: usize,
+    covered: &mut HashSet<(usize, usize)>,
+    stats: &mut Placement,
+) {
+    let n = f.blocks.len();
+    let succs: Vec<Vec<BlockId>> = f.blocks.iter().map(|b| successors(&b.term)).collect();
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (b, ss) in succs.iter().enumerate() {
+        for s in ss {
+            preds[s.index()].push(b);
+        }
+    }
+    // The natural loop of the back edge l → h.
+    let mut body: BTreeSet<usize> = [h, l].into_iter().collect();
+    let mut work = vec![l];
+    while let Some(b) = work.pop() {
+        if b == h {
+            continue;
+        }
+        for &p in &preds[b] {
+            if body.insert(p) {
+                work.push(p);
+            }
+        }
+    }
+    if !matches!(f.blocks[l].term, Terminator::Jump(t) if t.index() == h) || l == h {
+        return;
+    }
+    let Terminator::Branch {
+        then_to, else_to, ..
+    } = f.blocks[h].term
+    else {
+        return;
+    };
+    let (entry, exit) = match (
+        body.contains(&then_to.index()),
+        body.contains(&else_to.index()),
+    ) {
+        (true, false) => (then_to.index(), else_to),
+        (false, true) => (else_to.index(), then_to),
+        _ => return,
+    };
+    // The test is the only exit; no synchronization anywhere in the loop.
+    for &b in &body {
+        if b != h && succs[b].iter().any(|s| !body.contains(&s.index())) {
+            return;
+        }
+        if matches!(
+            f.blocks[b].term,
+            Terminator::Return(_) | Terminator::Unreachable
+        ) {
+            return;
+        }
+        if f.blocks[b].insts.iter().any(|i| cx.sync(i) != Sync::None) {
+            return;
+        }
+    }
+    let outside: Vec<usize> = preds[h]
+        .iter()
+        .copied()
+        .filter(|p| !body.contains(p))
+        .collect();
+    let [pre] = outside[..] else {
+        return;
+    };
+    if !matches!(f.blocks[pre].term, Terminator::Jump(t) if t.index() == h) {
+        return;
+    }
+    let all_defs = defs_in(f, 0..n);
+    let loop_defs = defs_in(f, body.iter().copied());
+    // The induction variable: `i = t` in the latch, `t = i + c` before it there.
+    // (`i++` lowers to `t = i + 1; i = t`, `i = i + k` to one instruction.)
+    let mut ind: Option<(Local, usize, i64)> = None;
+    for (i, inst) in f.blocks[l].insts.iter().enumerate() {
+        let (dst, ti) = match *inst {
+            Inst::Copy { dst, src } => match loop_defs.get(&src).map(Vec::as_slice) {
+                Some([(tb, ti)]) if *tb == l && *ti < i => (dst, *ti),
+                _ => continue,
+            },
+            Inst::Binary { dst, .. } => (dst, i),
+            _ => continue,
+        };
+        if loop_defs.get(&dst).map(Vec::len) != Some(1) {
+            continue;
+        }
+        if let Inst::Binary {
+            op: BinOp::IAdd,
+            lhs,
+            rhs,
+            ..
+        } = f.blocks[l].insts[ti]
+        {
+            let c = if lhs == dst {
+                rhs
+            } else if rhs == dst {
+                lhs
+            } else {
+                continue;
+            };
+            if let Some(k) = const_of(&all_defs, f, c).filter(|k| (1..=1 << 20).contains(k)) {
+                ind = Some((dst, i, k));
+                break;
+            }
+        }
+    }
+    let Some((iv, inc_at, step)) = ind else {
+        return;
+    };
+    // Blocks that run in every iteration before the latch: they dominate it inside
+    // the loop (removing them disconnects the body's entry from the latch).
+    let dominates_latch = |d: usize| -> bool {
+        if d == l || d == entry {
+            return true;
+        }
+        let mut seen: HashSet<usize> = [d, h].into_iter().collect();
+        let mut work = vec![entry];
+        seen.insert(entry);
+        while let Some(b) = work.pop() {
+            if b == l {
+                return false;
+            }
+            for s in &succs[b] {
+                let s = s.index();
+                if body.contains(&s) && seen.insert(s) {
+                    work.push(s);
+                }
+            }
+        }
+        true
+    };
+    // Candidate accesses: (array, offset) → (write?, positions, site).
+    type Ranges = BTreeMap<(Local, i64), (bool, Vec<(usize, usize)>, SiteId)>;
+    let mut ranges: Ranges = BTreeMap::new();
+    for &b in &body {
+        if b == h || !dominates_latch(b) {
+            continue;
+        }
+        for (i, inst) in f.blocks[b].insts.iter().enumerate() {
+            if b == l && i >= inc_at {
+                break;
+            }
+            let (arr, index, write, site) = match *inst {
+                Inst::ArrayLoad {
+                    arr, index, site, ..
+                } => (arr, index, false, site),
+                Inst::ArrayStore {
+                    arr, index, site, ..
+                } => (arr, index, true, site),
+                _ => continue,
+            };
+            if loop_defs.contains_key(&arr) {
+                continue;
+            }
+            let offset = if index == iv {
+                Some(0)
+            } else {
+                match loop_defs.get(&index).map(Vec::as_slice) {
+                    Some([(db, di)]) if *db == b && *di < i => match f.blocks[b].insts[*di] {
+                        Inst::Binary { op, lhs, rhs, .. } => {
+                            let c = |x: Local| const_of(&all_defs, f, x);
+                            match op {
+                                BinOp::IAdd if lhs == iv => c(rhs),
+                                BinOp::IAdd if rhs == iv => c(lhs),
+                                BinOp::ISub if lhs == iv => c(rhs).map(|v| -v),
+                                _ => None,
+                            }
+                            .filter(|v| v.abs() <= 1 << 20)
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            };
+            let Some(offset) = offset else {
+                continue;
+            };
+            let e = ranges
+                .entry((arr, offset))
+                .or_insert((write, Vec::new(), site));
+            e.0 |= write;
+            e.1.push((b, i));
+        }
+    }
+    if ranges.is_empty() {
+        return;
+    }
+    // i0 = i at the end of the preheader.
+    let i0 = fresh_local(f, iv);
+    f.blocks[pre].insts.push(Inst::Copy { dst: i0, src: iv });
+    // The range checks, on a block of their own on the exit edge.
+    let mut insts = Vec::new();
+    let mut by_array: BTreeMap<Local, Vec<(i64, bool, SiteId)>> = BTreeMap::new();
+    for ((arr, off), (write, pos, site)) in &ranges {
+        by_array
+            .entry(*arr)
+            .or_default()
+            .push((*off, *write, *site));
+        covered.extend(pos.iter().copied());
+        stats.loop_covered += pos.len();
+    }
+    for (arr, offs) in by_array {
+        let first = offs[0];
+        let contiguous = offs.len() as i64 == step
+            && offs.iter().all(|o| o.1 == first.1)
+            && offs
+                .iter()
+                .enumerate()
+                .all(|(j, o)| o.0 == first.0 + j as i64);
+        let emitted: Vec<(i64, bool, SiteId, u32)> = if contiguous {
+            vec![(first.0, first.1, first.2, 1)]
+        } else {
+            offs.iter()
+                .map(|(o, w, s)| (*o, *w, *s, step as u32))
+                .collect()
+        };
+        for (off, write, site, st) in emitted {
+            let (lo, hi) = if off == 0 {
+                (i0, iv)
+            } else {
+                let c = fresh_local(f, iv);
+                let lo = fresh_local(f, iv);
+                let hi = fresh_local(f, iv);
+                insts.push(Inst::Const {
+                    dst: c,
+                    value: Const::Int(off),
+                });
+                for (d, base) in [(lo, i0), (hi, iv)] {
+                    insts.push(Inst::Binary {
+                        dst: d,
+                        op: BinOp::IAdd,
+                        lhs: base,
+                        rhs: c,
+                        site,
+                    });
+                }
+                (lo, hi)
+            };
+            insts.push(Inst::Check {
+                target: CheckTarget::Range {
+                    arr,
+                    lo,
+                    hi,
+                    step: st,
+                },
+                write,
+                site,
+            });
+            stats.loop_ranges += 1;
+            stats.checks += 1;
+        }
+    }
+    let split = BlockId(f.blocks.len() as u32);
+    f.blocks.push(Block {
+        insts,
+        term: Terminator::Jump(exit),
+    });
+    if let Terminator::Branch {
+        then_to, else_to, ..
+    } = &mut f.blocks[h].term
+    {
+        if *then_to == exit {
+            *then_to = split;
+        } else if *else_to == exit {
+            *else_to = split;
+        }
+    }
 }

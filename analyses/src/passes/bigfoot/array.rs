@@ -140,6 +140,54 @@ impl ArrayShadow {
     }
 }
 
+/// Merge a footprint's ranges where that keeps the same index set and kinds: `k`
+/// ranges of stride `k` over consecutive residues with the same element count are
+/// one contiguous range (a loop reading `a[i]`, …, `a[i + k - 1]` with `i += k`), and
+/// contiguous or overlapping ranges of stride 1 and one kind are one range.
+pub fn normalize(ranges: &mut Vec<Range>) {
+    ranges.sort_by_key(|r| (r.write, r.step, r.lo));
+    let count = |r: &Range| (r.hi - r.lo).div_ceil(r.step);
+    let mut out: Vec<Range> = Vec::with_capacity(ranges.len());
+    let mut i = 0;
+    while i < ranges.len() {
+        let r = ranges[i];
+        let k = r.step as usize;
+        if k > 1 && i + k <= ranges.len() {
+            let run = &ranges[i..i + k];
+            let n = count(&r);
+            if run.iter().enumerate().all(|(j, x)| {
+                x.write == r.write && x.step == r.step && x.lo == r.lo + j as u32 && count(x) == n
+            }) {
+                out.push(Range {
+                    lo: r.lo,
+                    hi: r.lo + n * r.step,
+                    step: 1,
+                    write: r.write,
+                });
+                i += k;
+                continue;
+            }
+        }
+        out.push(r);
+        i += 1;
+    }
+    out.sort_by_key(|r| (r.write, r.step, r.lo));
+    let mut merged: Vec<Range> = Vec::with_capacity(out.len());
+    for r in out {
+        if let Some(p) = merged.last_mut()
+            && p.step == 1
+            && r.step == 1
+            && p.write == r.write
+            && r.lo <= p.hi
+        {
+            p.hi = p.hi.max(r.hi);
+            continue;
+        }
+        merged.push(r);
+    }
+    *ranges = merged;
+}
+
 /// The last element of residue class `r` modulo `k` below `len`.
 fn last_of_class(r: u32, k: u32, len: u32) -> u32 {
     r + k * ((len - 1 - r) / k)
@@ -321,6 +369,17 @@ mod tests {
         let mut c = ArrayShadow::new(100);
         c.touched(&[r(0, 100, 2, false), r(1, 100, 2, false)]);
         assert_eq!(c.mode(), Mode::Coarse);
+    }
+
+    #[test]
+    fn strided_ranges_over_consecutive_residues_normalize_to_one_range() {
+        let mut v = vec![r(1, 9, 2, false), r(0, 8, 2, false), r(8, 12, 1, false)];
+        normalize(&mut v);
+        assert_eq!(v, vec![r(0, 12, 1, false)]);
+        // Different counts or kinds stay apart.
+        let mut w = vec![r(0, 8, 2, false), r(1, 7, 2, false), r(0, 4, 1, true)];
+        normalize(&mut w);
+        assert_eq!(w.len(), 3);
     }
 
     #[test]

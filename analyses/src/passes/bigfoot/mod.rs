@@ -227,7 +227,8 @@ impl BigFoot {
                 .position(|e| e.arr != arr)
                 .map_or(fp.len(), |k| i + k);
             let group = &fp[i..j];
-            let ranges: Vec<Range> = group.iter().map(|e| e.range).collect();
+            let mut ranges: Vec<Range> = group.iter().map(|e| e.range).collect();
+            array::normalize(&mut ranges);
             let key = Loc { obj: arr, slot: 0 };
             let len = group[0].len;
             let mut found: Vec<(u32, Mode, Vec<Race>, Acc)> = Vec::new();
@@ -238,9 +239,18 @@ impl BigFoot {
                     let touched = a.touched(&ranges);
                     let mode = a.mode();
                     for (c, (write, k)) in touched {
+                        // The check that put the deciding range into the footprint
+                        // (after normalization: one of that kind touching the cell).
+                        let r = ranges[k];
+                        let e = group
+                            .iter()
+                            .find(|e| {
+                                e.range.write == write && e.range.lo < r.hi && r.lo < e.range.hi
+                            })
+                            .unwrap_or(&group[0]);
                         let cur = Acc {
                             op: if write { Op::Write } else { Op::Read },
-                            ..group[k].acc
+                            ..e.acc
                         };
                         let mut races = Vec::new();
                         let cell = a.cell(c);
