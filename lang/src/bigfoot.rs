@@ -914,7 +914,8 @@ fn coalesce(
 
 /// The loop range checks of §3.5 for the simplest induction pattern (Fig. 3.6b, E11):
 /// in a loop with no synchronization at all whose only exit is its test, an element
-/// access `a[i + c]` (a constant `c`; `a` not assigned in the loop; `i` the loop's
+/// access `a[i + c]` (`c` a constant or a local the loop does not assign; `a` not
+/// assigned in the loop; `i` the loop's
 /// induction variable, assigned only by `i = i + k` with a constant `k > 0` in the
 /// latch) that runs in every iteration before the increment touches exactly
 /// `a[i0 + c .. i + c : k]` when the loop exits, `i0` being `i` on entry. Such accesses
@@ -1111,7 +1112,8 @@ fn coalesce_loop(
         true
     };
     // Candidate accesses: (array, offset) → (write?, positions, site).
-    type Ranges = BTreeMap<(Local, i64), (bool, Vec<(usize, usize)>, SiteId)>;
+    // The offset of an index from `i`: a loop-invariant local (or none) plus a constant.
+    type Ranges = BTreeMap<(Local, Option<Local>, i64), (bool, Vec<(usize, usize)>, SiteId)>;
     let mut ranges: Ranges = BTreeMap::new();
     for &b in &body {
         if b == h || !dominates_latch(b) {
@@ -1134,30 +1136,39 @@ fn coalesce_loop(
                 continue;
             }
             let offset = if index == iv {
-                Some(0)
+                Some((None, 0))
             } else {
                 match loop_defs.get(&index).map(Vec::as_slice) {
                     Some([(db, di)]) if *db == b && *di < i => match f.blocks[b].insts[*di] {
                         Inst::Binary { op, lhs, rhs, .. } => {
-                            let c = |x: Local| const_of(&all_defs, f, x);
+                            // A constant, or a local the loop does not assign.
+                            let off = |x: Local| match const_of(&all_defs, f, x) {
+                                Some(v) if v.abs() <= 1 << 20 => Some((None, v)),
+                                Some(_) => None,
+                                None if x != iv && !loop_defs.contains_key(&x) => {
+                                    Some((Some(x), 0))
+                                }
+                                None => None,
+                            };
                             match op {
-                                BinOp::IAdd if lhs == iv => c(rhs),
-                                BinOp::IAdd if rhs == iv => c(lhs),
-                                BinOp::ISub if lhs == iv => c(rhs).map(|v| -v),
+                                BinOp::IAdd if lhs == iv => off(rhs),
+                                BinOp::IAdd if rhs == iv => off(lhs),
+                                BinOp::ISub if lhs == iv => const_of(&all_defs, f, rhs)
+                                    .filter(|v| v.abs() <= 1 << 20)
+                                    .map(|v| (None, -v)),
                                 _ => None,
                             }
-                            .filter(|v| v.abs() <= 1 << 20)
                         }
                         _ => None,
                     },
                     _ => None,
                 }
             };
-            let Some(offset) = offset else {
+            let Some((base, offset)) = offset else {
                 continue;
             };
             let e = ranges
-                .entry((arr, offset))
+                .entry((arr, base, offset))
                 .or_insert((write, Vec::new(), site));
             e.0 |= write;
             e.1.push((b, i));
@@ -1171,16 +1182,16 @@ fn coalesce_loop(
     f.blocks[pre].insts.push(Inst::Copy { dst: i0, src: iv });
     // The range checks, on a block of their own on the exit edge.
     let mut insts = Vec::new();
-    let mut by_array: BTreeMap<Local, Vec<(i64, bool, SiteId)>> = BTreeMap::new();
-    for ((arr, off), (write, pos, site)) in &ranges {
+    let mut by_array: BTreeMap<(Local, Option<Local>), Vec<(i64, bool, SiteId)>> = BTreeMap::new();
+    for ((arr, base, off), (write, pos, site)) in &ranges {
         by_array
-            .entry(*arr)
+            .entry((*arr, *base))
             .or_default()
             .push((*off, *write, *site));
         covered.extend(pos.iter().copied());
         stats.loop_covered += pos.len();
     }
-    for (arr, offs) in by_array {
+    for ((arr, base), offs) in by_array {
         let first = offs[0];
         let contiguous = offs.len() as i64 == step
             && offs.iter().all(|o| o.1 == first.1)
@@ -1196,27 +1207,32 @@ fn coalesce_loop(
                 .collect()
         };
         for (off, write, site, st) in emitted {
-            let (lo, hi) = if off == 0 {
-                (i0, iv)
-            } else {
+            // lo = i0 + base + off, hi = i + base + off.
+            let (mut lo, mut hi) = (i0, iv);
+            let mut add = |f: &mut Function, insts: &mut Vec<Inst>, x: Local| {
+                let (l2, h2) = (fresh_local(f, iv), fresh_local(f, iv));
+                for (d, from) in [(l2, lo), (h2, hi)] {
+                    insts.push(Inst::Binary {
+                        dst: d,
+                        op: BinOp::IAdd,
+                        lhs: from,
+                        rhs: x,
+                        site,
+                    });
+                }
+                (lo, hi) = (l2, h2);
+            };
+            if let Some(x) = base {
+                add(f, &mut insts, x);
+            }
+            if off != 0 {
                 let c = fresh_local(f, iv);
-                let lo = fresh_local(f, iv);
-                let hi = fresh_local(f, iv);
                 insts.push(Inst::Const {
                     dst: c,
                     value: Const::Int(off),
                 });
-                for (d, base) in [(lo, i0), (hi, iv)] {
-                    insts.push(Inst::Binary {
-                        dst: d,
-                        op: BinOp::IAdd,
-                        lhs: base,
-                        rhs: c,
-                        site,
-                    });
-                }
-                (lo, hi)
-            };
+                add(f, &mut insts, c);
+            }
             insts.push(Inst::Check {
                 target: CheckTarget::Range {
                     arr,

@@ -391,10 +391,10 @@ fn d1_whole_array_writes_race_on_the_coarse_cell() {
 }
 
 #[test]
-fn d2_halves_refine_to_blocks_without_a_race() {
+fn d2_halves_refine_to_intervals_without_a_race() {
     let (stats, races) = bigfoot_stats(&slices(0, 32, 32, 64, 1), 1);
     assert_eq!(races, 0);
-    assert_eq!(stats["arrays"]["block"], 1, "{stats}");
+    assert_eq!(stats["arrays"]["intervals"], 1, "{stats}");
 }
 
 #[test]
@@ -435,7 +435,7 @@ class Main { static void main() {
 }
 
 #[test]
-fn d7_a_triangular_pattern_falls_back_to_fine_cells_and_stays_correct() {
+fn d7_a_triangular_pattern_stays_correct() {
     let src = "
 class W { void tri(int[] a, int n, int me) {
     for (int i = me; i < n; i = i + 2) { for (int j = 0; j < i; j++) { a[i * n + j] = j; } }

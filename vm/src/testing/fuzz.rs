@@ -12,7 +12,7 @@ use super::program_oracles;
 use super::trace_oracles::{detectors_agree_with_hb, renumber, specs_agree_with_bruteforce};
 
 /// Every target, by name.
-pub const TARGETS: [&str; 8] = [
+pub const TARGETS: [&str; 9] = [
     "detectors_vs_hb",
     "detectors_vs_hb_run",
     "filters_trace_precise",
@@ -21,6 +21,7 @@ pub const TARGETS: [&str; 8] = [
     "compile_no_panic",
     "trace_no_panic",
     "trace_names_no_panic",
+    "bigfoot_vs_fasttrack",
 ];
 
 /// Run target `name` on `data`.
@@ -34,6 +35,7 @@ pub fn replay(name: &str, data: &[u8]) -> Result<(), String> {
         "compile_no_panic" => panic_oracles::compile_no_panic(data),
         "trace_no_panic" => panic_oracles::trace_no_panic(data),
         "trace_names_no_panic" => panic_oracles::trace_names_no_panic(data),
+        "bigfoot_vs_fasttrack" => bigfoot_vs_fasttrack(data),
         other => Err(format!("unknown fuzz target `{other}`")),
     }
 }
@@ -81,4 +83,16 @@ pub fn spec_vs_bruteforce(data: &[u8]) -> Result<(), String> {
 pub fn interp_vs_jit(data: &[u8]) -> Result<(), String> {
     let (src, seed) = program(data);
     program_oracles::interp_vs_jit(&src, seed).map_err(|e| format!("{e}\n{src}"))
+}
+
+/// Property 7 and the precise-checks oracle on a generated program (BigFoot's
+/// placement, run on the interpreter; every fourth input on the JIT).
+pub fn bigfoot_vs_fasttrack(data: &[u8]) -> Result<(), String> {
+    let (src, seed) = program(data);
+    let tier = if seed % 4 == 3 {
+        crate::Tier::Jit
+    } else {
+        crate::Tier::Interp
+    };
+    super::bigfoot::bigfoot_agrees(&src, seed, tier).map_err(|e| format!("{e}\n{src}"))
 }

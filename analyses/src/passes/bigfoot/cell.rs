@@ -3,9 +3,37 @@
 //! Optimization*, §1.5) for a field group, a static or a cell of an array shadow.
 //! Plain data, so a cell can be copied when an array shadow is refined (losslessly).
 
+use crate::ctx::CtxId;
+use crate::event::{Op, SiteId};
 use crate::passes::shadow::Acc;
 use crate::thread::ThreadState;
 use crate::vc::Epoch;
+
+/// Where a check was made (the thread is its epoch's, the operation the field's):
+/// 8 bytes instead of a whole [`Acc`], so a cell stays small.
+#[derive(Copy, Clone, Debug, Default)]
+struct Who {
+    site: SiteId,
+    ctx: CtxId,
+}
+
+impl Who {
+    fn of(a: &Acc) -> Who {
+        Who {
+            site: a.site,
+            ctx: a.ctx,
+        }
+    }
+    fn acc(self, e: Epoch, op: Op) -> Acc {
+        Acc {
+            tid: e.tid,
+            op,
+            site: self.site,
+            ctx: self.ctx,
+            index: 0,
+        }
+    }
+}
 
 /// The reads of a cell: one epoch while they are totally ordered, else the read
 /// clock of every reader (FT2 never returns to an epoch).
@@ -13,13 +41,13 @@ use crate::vc::Epoch;
 enum Reads {
     #[default]
     None,
-    Epoch(Epoch, Acc),
-    Shared(Vec<Option<(u32, Acc)>>),
+    Epoch(Epoch, Who),
+    Shared(Box<Vec<Option<(u32, Who)>>>),
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct Cell {
-    w: Option<(Epoch, Acc)>,
+    w: Option<(Epoch, Who)>,
     r: Reads,
 }
 
@@ -45,39 +73,40 @@ impl Cell {
             _ => {}
         }
         // [FT write-read race]
-        if let Some((w, acc)) = self.w
+        if let Some((w, who)) = self.w
             && w.tid != t.tid
             && !w.leq(&t.vc)
         {
             races.push(Race {
-                prev: acc,
+                prev: who.acc(w, Op::Write),
                 what: "write-read",
             });
         }
+        let me = Who::of(&cur);
         match &mut self.r {
-            Reads::None => self.r = Reads::Epoch(e, cur),
-            Reads::Epoch(r, racc) => {
+            Reads::None => self.r = Reads::Epoch(e, me),
+            Reads::Epoch(r, rwho) => {
                 if r.tid == t.tid || r.leq(&t.vc) {
                     // [FT read exclusive]
-                    self.r = Reads::Epoch(e, cur);
+                    self.r = Reads::Epoch(e, me);
                 } else {
                     // [FT read share]
-                    let (r, racc) = (*r, *racc);
-                    let mut v = Vec::new();
-                    set(&mut v, r.tid, r.clock, racc);
-                    set(&mut v, t.tid, e.clock, cur);
+                    let (r, rwho) = (*r, *rwho);
+                    let mut v = Box::default();
+                    set(&mut v, r.tid, r.clock, rwho);
+                    set(&mut v, t.tid, e.clock, me);
                     self.r = Reads::Shared(v);
                 }
             }
             // [FT read shared]
-            Reads::Shared(v) => set(v, t.tid, e.clock, cur),
+            Reads::Shared(v) => set(v, t.tid, e.clock, me),
         }
     }
 
     /// FT2 `write(t, x)` for a write check by `t` (`cur`); the races it finds.
     pub fn write(&mut self, t: &ThreadState, cur: Acc, races: &mut Vec<Race>) {
         let e = t.epoch();
-        if let Some((w, acc)) = self.w {
+        if let Some((w, who)) = self.w {
             // [FT write same epoch]
             if w == e {
                 return;
@@ -85,7 +114,7 @@ impl Cell {
             // [FT write-write race]
             if w.tid != t.tid && !w.leq(&t.vc) {
                 races.push(Race {
-                    prev: acc,
+                    prev: who.acc(w, Op::Write),
                     what: "write-write",
                 });
             }
@@ -93,10 +122,10 @@ impl Cell {
         match &self.r {
             Reads::None => {}
             // [FT read-write race]
-            Reads::Epoch(r, acc) => {
+            Reads::Epoch(r, who) => {
                 if r.tid != t.tid && !r.leq(&t.vc) {
                     races.push(Race {
-                        prev: *acc,
+                        prev: who.acc(*r, Op::Read),
                         what: "read-write",
                     });
                 }
@@ -104,11 +133,11 @@ impl Cell {
             // [FT shared-read-write race], one per unordered reader
             Reads::Shared(v) => {
                 for (u, x) in v.iter().enumerate() {
-                    if let Some((c, acc)) = x
+                    if let Some((c, who)) = x
                         && *c > t.vc.get(u as u32)
                     {
                         races.push(Race {
-                            prev: *acc,
+                            prev: who.acc(crate::vc::Epoch::new(u as u32, *c), Op::Read),
                             what: "read-write",
                         });
                     }
@@ -116,14 +145,28 @@ impl Cell {
             }
         }
         // [FT write exclusive / write shared]: FT2 keeps a shared read state.
-        self.w = Some((e, cur));
+        self.w = Some((e, Who::of(&cur)));
     }
 }
 
-fn set(v: &mut Vec<Option<(u32, Acc)>>, tid: u32, clock: u32, acc: Acc) {
+fn set(v: &mut Vec<Option<(u32, Who)>>, tid: u32, clock: u32, who: Who) {
     let i = tid as usize;
     if v.len() <= i {
         v.resize(i + 1, None);
     }
-    v[i] = Some((clock, acc));
+    v[i] = Some((clock, who));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_is_small() {
+        assert!(
+            std::mem::size_of::<Cell>() <= 48,
+            "{}",
+            std::mem::size_of::<Cell>()
+        );
+    }
 }

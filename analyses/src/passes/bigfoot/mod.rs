@@ -39,7 +39,7 @@ use crate::shared::Shared;
 use crate::thread::ThreadState;
 
 use super::shadow::{Acc, Shadow, pair_warning};
-use array::{ArrayShadow, Mode, Range};
+use array::{ArrayShadow, Mode, Range, Touched};
 use cell::{Cell, Race};
 
 /// A footprint entry: one range of one array, with the check that started it.
@@ -84,8 +84,11 @@ const MERGE_WINDOW: usize = 8;
 
 pub struct BigFoot {
     shared: Arc<Shared>,
-    fields: Shadow<Cell>,
-    arrays: Shadow<ArrayShadow>,
+    /// Boxed: the shadow table has a slot per heap word of every touched page, and
+    /// field groups use only one slot per group.
+    fields: Shadow<Box<Cell>>,
+    /// Boxed for the same reason (one slot per array in a page of slots).
+    arrays: Shadow<Box<ArrayShadow>>,
     totals: Mutex<Counts>,
 }
 
@@ -133,7 +136,7 @@ impl BigFoot {
         cur: Acc,
     ) {
         let mut races = Vec::new();
-        self.fields.with(loc, Cell::default, |c| match op {
+        self.fields.with(loc, Box::default, |c| match op {
             Op::Read => c.read(t, cur, &mut races),
             Op::Write => c.write(t, cur, &mut races),
         });
@@ -231,47 +234,49 @@ impl BigFoot {
             array::normalize(&mut ranges);
             let key = Loc { obj: arr, slot: 0 };
             let len = group[0].len;
-            let mut found: Vec<(u32, Mode, Vec<Race>, Acc)> = Vec::new();
+            let mut found: Vec<(Touched, Mode, Vec<Race>, Acc)> = Vec::new();
+            let counts = &mut l.counts;
             self.arrays.with(
                 key,
-                || ArrayShadow::new(len),
+                || Box::new(ArrayShadow::new(len)),
                 |a| {
-                    let touched = a.touched(&ranges);
-                    let mode = a.mode();
-                    for (c, (write, k)) in touched {
+                    a.commit(&ranges, |tc, cell| {
                         // The check that put the deciding range into the footprint
-                        // (after normalization: one of that kind touching the cell).
-                        let r = ranges[k];
+                        // (after normalization: one of that kind overlapping it).
+                        let r = ranges[tc.range];
                         let e = group
                             .iter()
                             .find(|e| {
-                                e.range.write == write && e.range.lo < r.hi && r.lo < e.range.hi
+                                e.range.write == tc.write && e.range.lo < r.hi && r.lo < e.range.hi
                             })
                             .unwrap_or(&group[0]);
                         let cur = Acc {
-                            op: if write { Op::Write } else { Op::Read },
+                            op: if tc.write { Op::Write } else { Op::Read },
                             ..e.acc
                         };
                         let mut races = Vec::new();
-                        let cell = a.cell(c);
-                        if write {
+                        if tc.write {
                             cell.write(t, cur, &mut races);
                         } else {
                             cell.read(t, cur, &mut races);
                         }
-                        l.counts.shadow_checks += 1;
+                        counts.shadow_checks += 1;
                         if !races.is_empty() {
-                            found.push((c, mode, races, cur));
+                            found.push((tc, Mode::Coarse, races, cur));
                         }
+                    });
+                    let mode = a.mode();
+                    for f in &mut found {
+                        f.1 = mode;
                     }
                 },
             );
-            for (c, mode, races, cur) in found {
-                let (lo, hi, step) = mode.cell_range(c, len);
+            for (tc, mode, races, cur) in found {
+                let (lo, hi, step) = (tc.lo, tc.hi, tc.step);
                 let loc = Loc { obj: arr, slot: lo };
                 self.report(loc, &races, &cur, || {
                     (
-                        format!("elements {lo}..{hi}:{step} ({} cell)", mode.name()),
+                        format!("elements {lo}..{hi}:{step} ({} shadow)", mode.name()),
                         serde_json::json!({"lo": lo, "hi": hi, "step": step, "mode": mode.name()}),
                     )
                 });
