@@ -1182,7 +1182,8 @@ fn coalesce_loop(
     f.blocks[pre].insts.push(Inst::Copy { dst: i0, src: iv });
     // The range checks, on a block of their own on the exit edge.
     let mut insts = Vec::new();
-    let mut by_array: BTreeMap<(Local, Option<Local>), Vec<(i64, bool, SiteId)>> = BTreeMap::new();
+    type ByArray = BTreeMap<(Local, Option<Local>), Vec<(i64, bool, SiteId)>>;
+    let mut by_array: ByArray = BTreeMap::new();
     for ((arr, base, off), (write, pos, site)) in &ranges {
         by_array
             .entry((*arr, *base))

@@ -42,7 +42,7 @@ enum Reads {
     #[default]
     None,
     Epoch(Epoch, Who),
-    Shared(Box<Vec<Option<(u32, Who)>>>),
+    Shared(Box<[Option<(u32, Who)>]>),
 }
 
 #[derive(Clone, Debug, Default)]
@@ -92,7 +92,7 @@ impl Cell {
                 } else {
                     // [FT read share]
                     let (r, rwho) = (*r, *rwho);
-                    let mut v = Box::default();
+                    let mut v: Box<[Option<(u32, Who)>]> = Box::default();
                     set(&mut v, r.tid, r.clock, rwho);
                     set(&mut v, t.tid, e.clock, me);
                     self.r = Reads::Shared(v);
@@ -149,10 +149,14 @@ impl Cell {
     }
 }
 
-fn set(v: &mut Vec<Option<(u32, Who)>>, tid: u32, clock: u32, who: Who) {
+/// `R[tid] := clock` (by `who`), growing the clock (a boxed slice: one word smaller
+/// than a `Vec`, which keeps every cell small).
+fn set(v: &mut Box<[Option<(u32, Who)>]>, tid: u32, clock: u32, who: Who) {
     let i = tid as usize;
     if v.len() <= i {
-        v.resize(i + 1, None);
+        let mut grown = std::mem::take(v).into_vec();
+        grown.resize(i + 1, None);
+        *v = grown.into_boxed_slice();
     }
     v[i] = Some((clock, who));
 }
