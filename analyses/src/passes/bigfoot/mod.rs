@@ -56,6 +56,52 @@ struct Entry {
 struct BfLocal {
     footprint: Vec<Entry>,
     counts: Counts,
+    /// The thread's own same-epoch cache (see [`EpochCache`]).
+    seen: EpochCache,
+}
+
+/// Which field groups this thread has already checked in its current epoch, and how
+/// (direct-mapped, so a miss only costs the shadow check). Exactly FastTrack's
+/// same-epoch rules, decided without touching the shared cell: after a read check by
+/// `t` in epoch `E`, no other thread's access can be ordered after it until `t`'s
+/// clock moves (every operation that orders `t` before another thread increments it),
+/// so `R` is still `E` or a shared clock with `R[t] = E` ([FT read same epoch], [FT
+/// read shared same epoch]); after a write check `W` is still `E` unless a racing
+/// write replaced it, which was reported then ([FT write same epoch]).
+struct EpochCache {
+    keys: Box<[u64]>,
+    /// `clock << 1 | write` of the entry's last check; 0 = empty.
+    marks: Box<[u64]>,
+}
+
+const CACHE: usize = 1024;
+
+impl Default for EpochCache {
+    fn default() -> Self {
+        EpochCache {
+            keys: vec![0; CACHE].into_boxed_slice(),
+            marks: vec![0; CACHE].into_boxed_slice(),
+        }
+    }
+}
+
+impl EpochCache {
+    fn slot(key: u64) -> usize {
+        ((key >> 3) ^ (key >> 13)) as usize & (CACHE - 1)
+    }
+    /// Whether a check of `key` with `write` in the epoch of `clock` needs no shadow
+    /// check.
+    fn hit(&self, key: u64, clock: u32, write: bool) -> bool {
+        let i = Self::slot(key);
+        let m = self.marks[i];
+        self.keys[i] == key && m >> 1 == clock as u64 && (m & 1 == 1 || !write)
+    }
+    fn record(&mut self, key: u64, clock: u32, write: bool) {
+        let i = Self::slot(key);
+        let keep_write = self.keys[i] == key && self.marks[i] == ((clock as u64) << 1 | 1);
+        self.keys[i] = key;
+        self.marks[i] = (clock as u64) << 1 | u64::from(write || keep_write);
+    }
 }
 
 #[derive(Default, Clone, Copy)]
@@ -68,6 +114,8 @@ struct Counts {
     shadow_checks: u64,
     /// Footprint commits (synchronization events with a non-empty footprint).
     commits: u64,
+    /// Field checks decided by the thread's same-epoch cache (no shadow check).
+    same_epoch: u64,
 }
 
 impl Counts {
@@ -76,6 +124,7 @@ impl Counts {
         self.array_checks += o.array_checks;
         self.shadow_checks += o.shadow_checks;
         self.commits += o.commits;
+        self.same_epoch += o.same_epoch;
     }
 }
 
@@ -135,6 +184,12 @@ impl BigFoot {
         mask: u64,
         cur: Acc,
     ) {
+        let (key, clock, write) = (loc.key(), t.epoch().clock, op == Op::Write);
+        if l.seen.hit(key, clock, write) {
+            l.counts.same_epoch += 1;
+            return;
+        }
+        l.seen.record(key, clock, write);
         let mut races = Vec::new();
         self.fields.with(loc, Box::default, |c| match op {
             Op::Read => c.read(t, cur, &mut races),
@@ -382,6 +437,7 @@ impl Pass for BigFoot {
             "array_checks": c.array_checks,
             "shadow_checks": c.shadow_checks,
             "commits": c.commits,
+            "same_epoch_checks": c.same_epoch,
         });
         if let (Some(o), serde_json::Value::Object(m)) = (v.as_object_mut(), self.census()) {
             o.extend(m);
