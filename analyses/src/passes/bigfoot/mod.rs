@@ -131,6 +131,10 @@ impl Counts {
 /// How many footprint entries back a new range may merge into (interleaved arrays).
 const MERGE_WINDOW: usize = 8;
 
+/// Footprint entries past which a thread commits without waiting for its next
+/// synchronization event.
+const FOOTPRINT_LIMIT: usize = 4096;
+
 pub struct BigFoot {
     shared: Arc<Shared>,
     /// Boxed: the shadow table has a slot per heap word of every touched page, and
@@ -410,6 +414,14 @@ impl Pass for BigFoot {
                         write: op == Op::Write,
                     };
                     Self::add_range(l, loc.obj, len, r, cur);
+                    // A footprint that stops merging (irregular indexes in a long
+                    // synchronization-free region) is committed early: checking
+                    // earlier in the same region is as legitimate and as covering
+                    // (no acquire or release since the accesses), and keeps the
+                    // footprint bounded (the digest's pitfall P14).
+                    if l.footprint.len() >= FOOTPRINT_LIMIT {
+                        self.commit(t, l);
+                    }
                 }
             }
         }
