@@ -11,7 +11,7 @@
 //! # Facts (per program point, per function)
 //! A *path* names a location through locals: `obj.f`, `C.s` (static), `arr[i]`.
 //! Paths mention locals, so a fact about a path dies when one of its locals is
-//! assigned (the thesis's freshness, P1 of the digest: we check before the
+//! assigned (the thesis's freshness condition, §3.3: we check before the
 //! reassignment instead of renaming; an access whose result overwrites its own
 //! object or index local gets a fresh copy of it first, [`rename_self_accesses`]).
 //! - *pending* (`acc(p,k)` of the thesis, forward, must): `p` was accessed with kind
@@ -35,7 +35,7 @@
 //! - a plain access of `p` with kind `k`: nothing if `p` is checked with a kind ≥ `k`
 //!   in this block, else `p` becomes pending with the larger of the two kinds (a
 //!   write check covers reads; a read check is legitimate for both, so the emitted
-//!   check has the largest pending kind, P8).
+//!   check has the largest pending kind, §3.5).
 //! - a control-flow edge: check what is pending at its end but neither pending at the
 //!   target on every incoming edge nor anticipated there (critical edges are split to
 //!   give these checks a home); method exit: check everything pending.
@@ -43,11 +43,11 @@
 //! Calls are potential synchronization through kill sets ([`sync_summaries`]): a
 //! callee that may (transitively) acquire ends anticipation and forces pending checks;
 //! one that may only release kills pending and checked facts; one that does neither is
-//! transparent, so checks are deferred across it (E4 of the digest, `movePts`).
+//! transparent, so checks are deferred across it (Fig. 3.1, `movePts`).
 //!
 //! # Loops
 //! Every back edge to a loop test is rotated (the thesis rewrites `while (c) s` to
-//! `if (c) do s while (c)`, P12): the latch jumps to a copy of the test block, so the
+//! `if (c) do s while (c)`, §3.5): the latch jumps to a copy of the test block, so the
 //! body is entered after at least one iteration through an edge where the body's own
 //! accesses are anticipated. A loop-carried access then has no check inside the loop
 //! and one check on the exit edge (Fig. 3.6b), provided no acquire intervenes.
@@ -57,7 +57,7 @@
 //! one kind become one check. Per class, fields that appear in exactly the same
 //! checks (same check instructions, same kinds) form one *shadow group*: every check
 //! of one checks all, so the group needs a single shadow location and the proxy
-//! relation is symmetric, which keeps the detector address precise (P11, E13).
+//! relation is symmetric, which keeps the detector address precise (§3.4).
 //!
 //! Not done (see `docs/architecture.md`, "BigFoot"): the induction-variable range
 //! facts of §3.5 (an array access in a loop is a one-element check per iteration,
@@ -88,7 +88,7 @@ impl Path {
 /// Kinds: `false` = read, `true` = write (read < write).
 type Facts = BTreeMap<Path, bool>;
 
-/// How an instruction synchronizes (digest P5/P6: anything unknown counts as both).
+/// How an instruction synchronizes (anything unknown counts as both, which is always safe).
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 enum Sync {
     None,
@@ -912,7 +912,7 @@ fn coalesce(
     out
 }
 
-/// The loop range checks of §3.5 for the simplest induction pattern (Fig. 3.6b, E11):
+/// The loop range checks of §3.5 for the simplest induction pattern (Fig. 3.6b):
 /// in a loop with no synchronization at all whose only exit is its test, an element
 /// access `a[i + c]` (`c` a constant or a local the loop does not assign; `a` not
 /// assigned in the loop; `i` the loop's

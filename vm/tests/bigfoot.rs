@@ -101,19 +101,19 @@ class Main {
 
 #[test]
 fn fig_3_1_point_move_is_one_write_check_of_one_field_group() {
-    // E4: the three read-modify-writes need one write check of x/y/z, which all share
+    // Fig. 3.1: the three read-modify-writes need one write check of x/y/z, which all share
     // one shadow group (they are only ever checked together).
     let p = placed(POINT);
     assert_eq!(checks_of(&p, "Point.move"), vec![('W', "x/y/z".into())]);
     // movePts: `move` has no synchronization, so nothing forces a check before the
     // call, and the element read of every iteration is one read check of the range
-    // a[lo..i] after the loop (E4).
+    // a[lo..i] after the loop (Fig. 3.1).
     assert_eq!(checks_of(&p, "Main.movePts"), vec![('R', "range".into())]);
 }
 
 #[test]
 fn read_modify_write_and_write_then_read_need_one_write_check() {
-    // E5, E6.
+    // §3.5: a write check covers the reads; read-only sequences need one read check.
     let p = placed(
         "class O { int f; }
          class Main {
@@ -130,7 +130,7 @@ fn read_modify_write_and_write_then_read_need_one_write_check() {
 
 #[test]
 fn acquire_forces_the_check_and_release_defers_to_a_later_write() {
-    // E7: a pending write is checked before an acquire.
+    // Fig. 3.7, ACQ: a pending write is checked before an acquire.
     let p = placed(
         "class O { int f; }
          class Main {
@@ -147,19 +147,19 @@ fn acquire_forces_the_check_and_release_defers_to_a_later_write() {
         i,
         Inst::MonitorEnter { .. }
     )));
-    // E8: the anticipated read cannot discharge the pending write: W before the
+    // REL with §3.5's kinds: the anticipated read cannot discharge the pending write: W before the
     // release, then R at the end.
     assert_eq!(
         checks_of(&p, "Main.e8"),
         vec![('W', "f".into()), ('R', "f".into())]
     );
-    // E8 variant: the anticipated write covers the pending read: one W at the end.
+    // The other way round: the anticipated write covers the pending read: one W at the end.
     assert_eq!(checks_of(&p, "Main.e8b"), vec![('W', "f".into())]);
     assert!(!check_before(&p, "Main.e8b", |i| matches!(
         i,
         Inst::MonitorExit { .. }
     )));
-    // E9.
+    // A write in a critical section with no later access: checked before the release.
     assert_eq!(checks_of(&p, "Main.e9"), vec![('W', "f".into())]);
     assert!(check_before(&p, "Main.e9", |i| matches!(
         i,
@@ -169,7 +169,7 @@ fn acquire_forces_the_check_and_release_defers_to_a_later_write() {
 
 #[test]
 fn calls_synchronize_only_as_their_kill_sets_say() {
-    // E10: a callee that may acquire forces the check before the call; one without
+    // A callee that may acquire forces the check before the call; one without
     // synchronization lets it move past the call.
     let p = placed(
         "class O { int f; synchronized void s() { print(1); } void n() { print(2); } }
@@ -192,7 +192,7 @@ fn calls_synchronize_only_as_their_kill_sets_say() {
 
 #[test]
 fn fig_3_3_one_check_serves_accesses_on_both_sides_of_the_locks() {
-    // E1: acq; x=b.f; rel; y=b.f; CHECK; acq; z=b.f; rel — one read check, before the
+    // Fig. 3.3: acq; x=b.f; rel; y=b.f; CHECK; acq; z=b.f; rel — one read check, before the
     // second acquire; it survives the acquire and covers z=b.f.
     let p = placed(
         "class B { int f; }
@@ -210,7 +210,7 @@ fn fig_3_3_one_check_serves_accesses_on_both_sides_of_the_locks() {
 
 #[test]
 fn strided_and_offset_loops_become_range_checks() {
-    // E11: a[lo..hi:2] after the loop; E12-like: the offsets 0 and 1 of a loop with
+    // a[lo..hi:2] after the loop (§3.4's strided ranges); the offsets 0 and 1 of a loop with
     // step 2 make one contiguous range.
     let p = placed(
         "class Main {
@@ -384,28 +384,28 @@ fn slices(lo1: u32, hi1: u32, lo2: u32, hi2: u32, step: u32) -> String {
 }
 
 #[test]
-fn d1_whole_array_writes_race_on_the_coarse_cell() {
+fn whole_array_writes_race_on_the_coarse_cell() {
     let (stats, races) = bigfoot_stats(&slices(0, 64, 0, 64, 1), 1);
     assert!(races > 0);
     assert_eq!(stats["arrays"]["coarse"], 1, "{stats}");
 }
 
 #[test]
-fn d2_halves_refine_to_intervals_without_a_race() {
+fn halves_refine_to_intervals_without_a_race() {
     let (stats, races) = bigfoot_stats(&slices(0, 32, 32, 64, 1), 1);
     assert_eq!(races, 0);
     assert_eq!(stats["arrays"]["intervals"], 1, "{stats}");
 }
 
 #[test]
-fn d3_even_and_odd_refine_to_strides_without_a_race() {
+fn even_and_odd_refine_to_strides_without_a_race() {
     let (stats, races) = bigfoot_stats(&slices(0, 64, 1, 64, 2), 1);
     assert_eq!(races, 0);
     assert_eq!(stats["arrays"]["stride"], 1, "{stats}");
 }
 
 #[test]
-fn d3_overlapping_ranges_race_and_agree_with_fasttrack() {
+fn overlapping_ranges_race_and_agree_with_fasttrack() {
     for seed in 1..4 {
         let (_, races) = bigfoot_stats(&slices(0, 40, 30, 64, 1), seed);
         assert!(races > 0);
@@ -413,7 +413,7 @@ fn d3_overlapping_ranges_race_and_agree_with_fasttrack() {
 }
 
 #[test]
-fn d6_checks_and_footprints_are_committed_before_a_fork() {
+fn checks_and_footprints_are_committed_before_a_fork() {
     // o.f = 1 / a[..] = … then fork: no race; fork first: race.
     let ordered = "
 class O { int f; int[] a; void r() { int t = f; int u = a[0]; print(t + u); } }
@@ -435,7 +435,7 @@ class Main { static void main() {
 }
 
 #[test]
-fn d7_a_triangular_pattern_stays_correct() {
+fn a_triangular_pattern_stays_correct() {
     let src = "
 class W { void tri(int[] a, int n, int me) {
     for (int i = me; i < n; i = i + 2) { for (int j = 0; j < i; j++) { a[i * n + j] = j; } }

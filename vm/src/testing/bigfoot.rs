@@ -240,7 +240,8 @@ pub fn bigfoot_agrees_on(program: &Arc<Program>, seed: u64, tier: Tier) -> Resul
     let at = |e: String| format!("{tier} seed {seed}: {e}");
     // Only runs that end without a runtime error: an error stops every thread, some
     // before their deferred checks ran (the thesis's precision holds for error-free
-    // traces, §3.5.1; pitfall P3 of the digest). A fuzzer finding, see
+    // traces, Rhodes §3.5.1: unchecked exceptions are assumed not to happen). A
+    // fuzzer finding, see
     // `fuzz/regressions/bigfoot_vs_fasttrack/`.
     if run.out.error.is_some() {
         return Ok(());

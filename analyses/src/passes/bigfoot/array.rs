@@ -6,7 +6,7 @@
 //! - *Intervals*: cells are the intervals between sorted breakpoints (one cell at
 //!   first: "coarse"). A footprint range splits the cells at its bounds, so every cell
 //!   it touches lies inside it; blocks and the triangular patterns of LU factorization
-//!   (the thesis's `lufact` pathology, digest P13) cost one cell per distinct bound,
+//!   (the `lufact` pathology of Rhodes, §3.6) cost one cell per distinct bound,
 //!   not one per element. A strided range splits its elements into one-element cells.
 //! - *Stride(k)*: cell `r` holds the elements `≡ r (mod k)`, entered from the single
 //!   coarse cell when a footprint is made of whole residue classes (even/odd halves).

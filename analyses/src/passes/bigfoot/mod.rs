@@ -363,7 +363,8 @@ fn local_of(local: &mut Local) -> Option<&mut BfLocal> {
     local.downcast_mut::<BfLocal>()
 }
 
-/// Synchronization events: the footprint must be committed before them (pitfall P4).
+/// Synchronization events: the footprint must be committed before them (a check after
+/// an acquire would not cover, one after a release would not be legitimate: §3.2).
 fn is_sync(kind: &EventKind<'_>) -> bool {
     matches!(
         kind,
@@ -418,7 +419,7 @@ impl Pass for BigFoot {
                     // synchronization-free region) is committed early: checking
                     // earlier in the same region is as legitimate and as covering
                     // (no acquire or release since the accesses), and keeps the
-                    // footprint bounded (the digest's pitfall P14).
+                    // footprint bounded.
                     if l.footprint.len() >= FOOTPRINT_LIMIT {
                         self.commit(t, l);
                     }
