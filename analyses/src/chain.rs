@@ -116,6 +116,7 @@ impl Chain {
         let ord = match ev.kind {
             EventKind::Read { .. } => 0,
             EventKind::Write { .. } => 1,
+            EventKind::Check { .. } => 17,
             _ => {
                 self.dispatch(cx, ev);
                 self.update_services(cx, ev);
@@ -181,7 +182,7 @@ impl Chain {
         }
         let t = &mut cx.state;
         match ev.kind {
-            EventKind::Read { .. } | EventKind::Write { .. } => {}
+            EventKind::Read { .. } | EventKind::Write { .. } | EventKind::Check { .. } => {}
             EventKind::Acquire { lock } => {
                 self.shared.clocks.apply(t, ev);
                 t.held.push(lock);

@@ -157,6 +157,41 @@ pub enum EventKind<'a> {
     ThreadStart,
     /// Last event of every thread.
     ThreadEnd,
+    /// A BigFoot check (Rhodes, *Access Classification for Race Detection
+    /// Optimization*, ch. 3): a read or write check of the locations `span` describes,
+    /// placed by the compiler (`lang::bigfoot`) at or after the accesses it covers. Only
+    /// live runs of a placed program produce it; a filter may drop it like an access.
+    Check {
+        loc: Loc,
+        op: Op,
+        span: CheckSpan,
+    },
+}
+
+/// The locations a [`EventKind::Check`] covers, from its `loc`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CheckSpan {
+    /// `loc` alone (a field or a static).
+    One,
+    /// A shadow group of fields of `loc.obj`: `loc.slot` is its representative and
+    /// the mask has a bit per slot of the group.
+    Fields(u64),
+    /// Array elements `lo..hi:step` of the array `loc.obj`, `lo = loc.slot`, of an
+    /// array of `len` elements (half-open; `lo < hi <= len`).
+    Range { hi: u32, step: u32, len: u32 },
+}
+
+impl CheckSpan {
+    /// Whether slot `slot` of `loc.obj` is among the covered locations.
+    pub fn contains(&self, loc: Loc, slot: u32) -> bool {
+        match *self {
+            CheckSpan::One => slot == loc.slot,
+            CheckSpan::Fields(m) => slot == loc.slot || (slot < 64 && m & (1u64 << slot) != 0),
+            CheckSpan::Range { hi, step, .. } => {
+                slot >= loc.slot && slot < hi && (slot - loc.slot).is_multiple_of(step.max(1))
+            }
+        }
+    }
 }
 
 impl EventKind<'_> {
@@ -194,10 +229,11 @@ impl EventKind<'_> {
             EventKind::End { .. } => "end",
             EventKind::ThreadStart => "thread_start",
             EventKind::ThreadEnd => "thread_end",
+            EventKind::Check { .. } => "check",
         }
     }
     /// All event kind names, in a fixed order (for statistics tables).
-    pub const NAMES: [&'static str; 17] = [
+    pub const NAMES: [&'static str; 18] = [
         "read",
         "write",
         "volatile_read",
@@ -215,6 +251,7 @@ impl EventKind<'_> {
         "end",
         "thread_start",
         "thread_end",
+        "check",
     ];
     /// Position of `self.name()` in [`Self::NAMES`].
     pub fn ordinal(&self) -> usize {
@@ -236,6 +273,7 @@ impl EventKind<'_> {
             EventKind::End { .. } => 14,
             EventKind::ThreadStart => 15,
             EventKind::ThreadEnd => 16,
+            EventKind::Check { .. } => 17,
         }
     }
 }
@@ -309,6 +347,11 @@ pub enum OwnedKind {
     },
     ThreadStart,
     ThreadEnd,
+    Check {
+        loc: Loc,
+        op: Op,
+        span: CheckSpan,
+    },
 }
 
 impl Event<'_> {
@@ -360,6 +403,7 @@ impl Event<'_> {
             K::End { spec } => O::End { spec },
             K::ThreadStart => O::ThreadStart,
             K::ThreadEnd => O::ThreadEnd,
+            K::Check { loc, op, span } => O::Check { loc, op, span },
         };
         OwnedEvent {
             tid: self.tid,
@@ -428,6 +472,11 @@ impl OwnedEvent {
             O::End { spec } => K::End { spec: *spec },
             O::ThreadStart => K::ThreadStart,
             O::ThreadEnd => K::ThreadEnd,
+            O::Check { loc, op, span } => K::Check {
+                loc: *loc,
+                op: *op,
+                span: *span,
+            },
         };
         Event {
             tid: self.tid,

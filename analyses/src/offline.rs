@@ -11,6 +11,20 @@ use crate::thread::ThreadCx;
 use crate::tidmap::TidMap;
 use crate::trace::{ReadError, StdReader, Trace, TraceEnv, TraceInput, reserved_tids};
 
+/// Passes that cannot run on a trace: `bigfoot` checks the checks that BigFoot's
+/// placement puts into the program when it is compiled; a trace has the accesses
+/// only, so there is nothing for it to check (a command-line error, exit 64).
+fn offline_refusal(name: &str) -> Option<ChainError> {
+    (name == "bigfoot").then(|| {
+        ChainError(
+            "`bigfoot` cannot analyse a trace: its checks are placed when the program is \
+             compiled and a trace has none; run the program with `capvm run --tools bigfoot` \
+             (offline, `fasttrack` reports the same races)"
+                .into(),
+        )
+    })
+}
+
 /// Run the chain `chain_spec` over `trace`: one [`ThreadCx`] per thread, forks through
 /// [`Chain::fork`], every event in trace order, then [`Chain::finish`]. The returned
 /// chain holds the warnings ([`Chain::warnings`]) and statistics. With
@@ -23,6 +37,12 @@ pub fn analyze(
     chain_spec: &str,
     options: ChainOptions,
 ) -> Result<Chain, ChainError> {
+    if let Some(e) = chain_spec
+        .split(':')
+        .find_map(|n| offline_refusal(n.trim()))
+    {
+        return Err(e);
+    }
     let env: Arc<dyn crate::env::Env> = trace.env.clone();
     let chain = crate::passes::chain(chain_spec, env, options)?;
     run_events(&chain, &trace.events);
@@ -176,6 +196,9 @@ pub fn analyze_stream(
                     "unknown analysis `{name}` (known: {})",
                     crate::passes::NAMES.join(", ")
                 ))));
+            }
+            if let Some(e) = offline_refusal(name) {
+                return Err(StreamError::Chain(e));
             }
         }
     }

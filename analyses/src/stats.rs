@@ -8,7 +8,7 @@ use crate::event::EventKind;
 #[derive(Default, Debug)]
 pub struct PassStats {
     /// Events delivered to the pass, by kind (`EventKind::NAMES` order).
-    pub events_in: [AtomicU64; 17],
+    pub events_in: [AtomicU64; 18],
     /// Accesses the pass dropped.
     pub dropped: AtomicU64,
 }
@@ -16,7 +16,7 @@ pub struct PassStats {
 /// One thread's counters for one pass: events in by kind, then accesses dropped.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LocalCounts {
-    pub events_in: [u64; 17],
+    pub events_in: [u64; 18],
     pub dropped: u64,
 }
 

@@ -234,7 +234,8 @@ fn definition(inst: &Inst) -> Option<(Local, Def)> {
         | Inst::SpecBegin { .. }
         | Inst::SpecEnd { .. }
         | Inst::Print { .. }
-        | Inst::Assert { .. } => return None,
+        | Inst::Assert { .. }
+        | Inst::Check { .. } => return None,
     };
     Some((*dst, d))
 }

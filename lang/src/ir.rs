@@ -523,6 +523,40 @@ pub enum Inst {
         cond: Local,
         site: SiteId,
     },
+    /// A BigFoot check (Rhodes, *Access Classification for Race Detection
+    /// Optimization*, ch. 3): never produced by lowering, only by the check placement
+    /// of `crate::bigfoot`, which leaves one where deferred accesses must be checked.
+    /// No runtime error, no scheduling point; an event for the analyses only.
+    Check {
+        target: CheckTarget,
+        /// `true`: a write check (covers reads and writes); `false`: a read check.
+        write: bool,
+        site: SiteId,
+    },
+}
+
+/// What a [`Inst::Check`] checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckTarget {
+    /// Fields of the object in `obj` (of class `class`), as shadow groups: each entry
+    /// is a group's representative slot and the mask of the group's slots (every slot
+    /// below 64; a group with a slot past 63 is a single field, mask 0).
+    Fields {
+        obj: Local,
+        class: ClassId,
+        groups: Vec<(u32, u64)>,
+    },
+    /// A static field.
+    Static { field: StaticId },
+    /// The strided index range `arr[lo..hi:step]` (half-open; empty if `lo >= hi`).
+    Range {
+        arr: Local,
+        lo: Local,
+        hi: Local,
+        step: u32,
+    },
+    /// One element `arr[index]`.
+    Elem { arr: Local, index: Local },
 }
 
 impl Program {

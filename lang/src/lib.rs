@@ -46,6 +46,7 @@
 //! - An array type or array creation has at most 255 dimensions (parser
 //!   `MAX_ARRAY_DIMS`, the JVM's limit); more is a compile error at the extra `[`.
 
+pub mod bigfoot;
 pub mod ir;
 
 #[cfg(feature = "testing")]

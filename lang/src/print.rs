@@ -283,6 +283,24 @@ impl Program {
                 format!("print {} {}", a.join(", "), at(site))
             }
             Inst::Assert { cond, site } => format!("assert {cond} {}", at(site)),
+            Inst::Check {
+                target,
+                write,
+                site,
+            } => {
+                let k = if *write { "W" } else { "R" };
+                let t = match target {
+                    CheckTarget::Fields { obj, groups, .. } => {
+                        let g: Vec<String> =
+                            groups.iter().map(|(r, m)| format!("{r}/{m:#x}")).collect();
+                        format!("{obj}.[{}]", g.join(" "))
+                    }
+                    CheckTarget::Static { field } => format!("static#{}", field.0),
+                    CheckTarget::Range { arr, lo, hi, step } => format!("{arr}[{lo}..{hi}:{step}]"),
+                    CheckTarget::Elem { arr, index } => format!("{arr}[{index}]"),
+                };
+                format!("check{k} {t} {}", at(site))
+            }
         }
     }
 }

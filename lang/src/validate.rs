@@ -398,6 +398,44 @@ impl Program {
                 self.check_site(*site)?;
                 want(cond, Bool)
             }
+            Inst::Check { target, site, .. } => {
+                self.check_site(*site)?;
+                match target {
+                    CheckTarget::Fields { obj, class, groups } => {
+                        want(obj, Ref)?;
+                        let n = self
+                            .classes
+                            .get(class.index())
+                            .ok_or("check of an unknown class")?
+                            .fields
+                            .len();
+                        if groups.iter().any(|(r, _)| *r as usize >= n) {
+                            return Err("check of an unknown field".into());
+                        }
+                        Ok(())
+                    }
+                    CheckTarget::Static { field } => {
+                        if field.index() < self.statics.len() {
+                            Ok(())
+                        } else {
+                            Err("check of an unknown static".into())
+                        }
+                    }
+                    CheckTarget::Range { arr, lo, hi, step } => {
+                        want(arr, Ref)?;
+                        want(lo, Int)?;
+                        want(hi, Int)?;
+                        if *step == 0 {
+                            return Err("check with stride 0".into());
+                        }
+                        Ok(())
+                    }
+                    CheckTarget::Elem { arr, index } => {
+                        want(arr, Ref)?;
+                        want(index, Int)
+                    }
+                }
+            }
         }
     }
 }

@@ -337,7 +337,7 @@ fn corpus_warnings_examples() {
 fn corpus_warnings_bugs() {
     expect![[r#"
         capsule_outside_access.cj: 1 of 2 capsule field sites proven
-        capsule_outside_access.cj:21:21 access to field `balance` of capsule class `Account` from outside its own methods on `this`
+        capsule_outside_access.cj:23:21 access to field `balance` of capsule class `Account` from outside its own methods on `this`
         capsule_unsync_calls.cj: 1 of 1 capsule field sites proven
         rhodes_fig5_1.cj: 4 of 4 capsule field sites proven
         rhodes_fig5_2.cj: 8 of 8 capsule field sites proven

@@ -18,12 +18,17 @@ const STRIPES: usize = 64;
 pub struct Bridge {
     pub chain: Chain,
     pub env: Arc<VmEnv>,
+    /// Whether plain reads and writes are delivered: false only when every pass of
+    /// the chain is `bigfoot`, which checks the placed checks instead (the program
+    /// then runs with no access hooks at all).
+    pub plain_accesses: bool,
     stripes: Vec<Mutex<()>>,
 }
 
 impl Bridge {
     pub fn new(chain: Chain, env: Arc<VmEnv>) -> Bridge {
         Bridge {
+            plain_accesses: chain.pass_names().iter().any(|n| *n != "bigfoot"),
             chain,
             env,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),

@@ -39,10 +39,17 @@ impl Hook {
         self.0.is_some()
     }
 
-    /// Deliver one event of this thread (nothing when off).
+    /// Deliver one event of this thread (nothing when off; plain reads and writes
+    /// also nothing when the chain checks BigFoot's placed checks instead and no
+    /// other pass wants them, [`Bridge::plain_accesses`]).
     #[inline]
     pub fn emit(&mut self, site: lang::ir::SiteId, kind: EventKind<'_>) {
         if let Some(on) = &mut self.0 {
+            if !on.bridge.plain_accesses
+                && matches!(kind, EventKind::Read { .. } | EventKind::Write { .. })
+            {
+                return;
+            }
             deliver(&on.bridge, &mut on.cx, site, kind);
         }
     }

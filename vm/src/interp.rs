@@ -495,6 +495,20 @@ impl Interp {
                                 ));
                             }
                         }
+                        Inst::Check {
+                            target,
+                            write,
+                            site,
+                        } => {
+                            if self.hook.is_on() {
+                                let regs = &self.regs;
+                                rtops::check_targets(
+                                    target,
+                                    |l| regs[base + l.index()],
+                                    |c| rtops::emit_check(&mut self.hook, img, c, *write, *site),
+                                );
+                            }
+                        }
                     }
                 }
                 match &block.term {

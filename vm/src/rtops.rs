@@ -120,6 +120,121 @@ pub fn element_write(img: &Image, a: u64, i: u64, v: u64) -> EventKind<'static> 
     }
 }
 
+/// What a BigFoot check instruction checks, with its operands' values (both tiers
+/// build the same events from it: [`emit_check`]).
+#[derive(Copy, Clone, Debug)]
+pub enum CheckOf {
+    /// One shadow group of the object `obj`: the representative slot and the mask.
+    Group { obj: u64, rep: u32, mask: u64 },
+    /// The static field with this index.
+    Static { index: u32 },
+    /// Elements `lo..hi:step` of the array `arr` (clamped to the array).
+    Range {
+        arr: u64,
+        lo: i64,
+        hi: i64,
+        step: u32,
+    },
+}
+
+/// The checks of one [`lang::ir::Inst::Check`] (one per field group), with the values
+/// of its locals from `val` (the interpreter; the JIT passes its values itself).
+pub fn check_targets(
+    target: &lang::ir::CheckTarget,
+    val: impl Fn(Local) -> u64,
+    mut f: impl FnMut(CheckOf),
+) {
+    use lang::ir::CheckTarget as T;
+    match target {
+        T::Fields { obj, groups, .. } => {
+            let o = val(*obj);
+            for (rep, mask) in groups {
+                f(CheckOf::Group {
+                    obj: o,
+                    rep: *rep,
+                    mask: *mask,
+                });
+            }
+        }
+        T::Static { field } => f(CheckOf::Static { index: field.0 }),
+        T::Range { arr, lo, hi, step } => f(CheckOf::Range {
+            arr: val(*arr),
+            lo: val(*lo) as i64,
+            hi: val(*hi) as i64,
+            step: *step,
+        }),
+        T::Elem { arr, index } => {
+            let i = val(*index) as i64;
+            f(CheckOf::Range {
+                arr: val(*arr),
+                lo: i,
+                hi: i.saturating_add(1),
+                step: 1,
+            })
+        }
+    }
+}
+
+/// Deliver the `Check` event of one BigFoot check (nothing for a null object or an
+/// empty range: a placed check always follows a successful access, so that does not
+/// happen, but a check must never fail).
+pub fn emit_check(hook: &mut Hook, img: &Image, what: CheckOf, write: bool, site: SiteId) {
+    use analyses::event::CheckSpan;
+    let op = if write {
+        analyses::Op::Write
+    } else {
+        analyses::Op::Read
+    };
+    let (loc, span) = match what {
+        CheckOf::Group { obj, rep, mask } => {
+            if obj == 0 {
+                return;
+            }
+            let span = if mask.count_ones() > 1 {
+                CheckSpan::Fields(mask)
+            } else {
+                CheckSpan::One
+            };
+            (
+                Loc {
+                    obj: ObjId(obj),
+                    slot: rep,
+                },
+                span,
+            )
+        }
+        CheckOf::Static { index } => (
+            Loc {
+                obj: ObjId(img.statics),
+                slot: index,
+            },
+            CheckSpan::One,
+        ),
+        CheckOf::Range { arr, lo, hi, step } => {
+            if arr == 0 {
+                return;
+            }
+            let len = heap::array_len(arr).min(u32::MAX as u64) as i64;
+            let (lo, hi) = (lo.max(0), hi.min(len));
+            if lo >= hi {
+                return;
+            }
+            (
+                Loc {
+                    obj: ObjId(arr),
+                    slot: lo as u32,
+                },
+                CheckSpan::Range {
+                    hi: hi as u32,
+                    step: step.max(1),
+                    len: len as u32,
+                },
+            )
+        }
+    };
+    hook.emit(site, EventKind::Check { loc, op, span });
+}
+
 impl Guest<'_> {
     /// Record a runtime error at `site` of the innermost frame and stop.
     pub fn fail(&self, kind: ErrorKind, detail: String, site: SiteId) -> Stop {

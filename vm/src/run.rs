@@ -199,8 +199,42 @@ pub fn capsule_set(program: &Program, names: &[String]) -> Result<Vec<bool>, Con
     Ok(set)
 }
 
-/// Run `program` to completion under `cfg`.
+/// Whether the chain of `cfg` (given by `--tools`, not by a factory) has `bigfoot`.
+pub fn uses_bigfoot(cfg: &RunConfig) -> bool {
+    cfg.chain_factory.is_none()
+        && cfg
+            .tools
+            .as_deref()
+            .unwrap_or(DEFAULT_TOOLS)
+            .split(':')
+            .any(|n| n.trim() == "bigfoot")
+}
+
+/// `program` with BigFoot's checks placed (`lang::bigfoot::place`), unless it has
+/// checks already (a caller with its own chain factory places them itself).
+pub fn placed(program: &Arc<Program>) -> Arc<Program> {
+    let has_checks = program.funcs.iter().any(|f| {
+        f.blocks.iter().any(|b| {
+            b.insts
+                .iter()
+                .any(|i| matches!(i, lang::ir::Inst::Check { .. }))
+        })
+    });
+    if has_checks {
+        program.clone()
+    } else {
+        Arc::new(lang::bigfoot::place(program).0)
+    }
+}
+
+/// Run `program` to completion under `cfg`. A chain with `bigfoot` runs the program
+/// with BigFoot's checks placed ([`placed`]).
 pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome, ConfigError> {
+    let program = if uses_bigfoot(cfg) {
+        placed(&program)
+    } else {
+        program
+    };
     let main = program.main;
     let main_site = program.func(main).site;
     let out = Output::new(cfg.capture_stdout);

@@ -11,7 +11,8 @@
 //! - `bugs`: for every `expect CHAIN: VERDICT` line, the set of (kind, location) pairs of
 //!   the `--report` JSON under several seeds and under `--sched os` (and one seed on the
 //!   JIT tier), and offline: `capvm analyze` of a recorded trace, for the chains without
-//!   the filters `escape` and `capsule` (which need the live heap).
+//!   the filters `escape` and `capsule` (which need the live heap) and without
+//!   `bigfoot` (which `analyze` refuses: exit 64).
 //!
 
 use std::collections::BTreeSet;
@@ -566,6 +567,16 @@ fn check_bug(path: &Path) -> Vec<String> {
             let json = std::fs::read_to_string(&report).unwrap_or_default();
             let _ = std::fs::remove_file(&report);
             check_verdict(&args, &o, &json, expected, &mut errs);
+        }
+        // `bigfoot` checks the checks placed in the program; a trace has none, and
+        // `capvm analyze` refuses it (exit 64).
+        if offline && chain.split(':').any(|p| p == "bigfoot") {
+            let args = ["analyze", trace_s.as_str(), "--tools", chain.as_str()];
+            let o = capvm(&dir, &args);
+            if o.code != 64 {
+                errs.push(format!("expected exit 64: {}", describe(&args, &o)));
+            }
+            continue;
         }
         if offline && !chain.split(':').any(|p| p == "escape" || p == "capsule") {
             let report = scratch_path("offline.json");

@@ -9,11 +9,11 @@ use crate::thread::ThreadState;
 /// Per-thread counters, summed into the shared ones when the thread ends, so the hot
 /// path touches no shared cache line.
 #[derive(Default)]
-struct Counts([u64; 17]);
+struct Counts([u64; 18]);
 
 #[derive(Default)]
 pub struct Count {
-    totals: [AtomicU64; 17],
+    totals: [AtomicU64; 18],
 }
 
 impl Count {

@@ -12,6 +12,7 @@ use crate::pass::Pass;
 use crate::shared::{ChainOptions, Shared};
 
 pub mod atomicity;
+pub mod bigfoot;
 pub mod capsule;
 pub mod count;
 pub mod djit;
@@ -39,6 +40,7 @@ pub const NAMES: &[&str] = &[
     "count",
     "record",
     "grits",
+    "bigfoot",
 ];
 
 /// The passes of `a:b:c` (`none` or the empty string: no pass), built over `shared`.
@@ -74,6 +76,7 @@ pub fn make(name: &str, shared: &Arc<Shared>) -> Result<Box<dyn Pass>, ChainErro
         "eraser" => Ok(Box::new(eraser::Eraser::new(shared))),
         "hb" => Ok(Box::new(hb::Hb::new(shared))),
         "grits" => Ok(Box::new(grits::Grits::new(shared))),
+        "bigfoot" => Ok(Box::new(bigfoot::BigFoot::new(shared))),
         other => Err(ChainError(format!(
             "unknown analysis `{other}` (known: {})",
             NAMES.join(", ")

@@ -404,6 +404,7 @@ impl Normalizer {
                 }
             }
             OwnedKind::Read { .. }
+            | OwnedKind::Check { .. }
             | OwnedKind::Write { .. }
             | OwnedKind::VolatileRead { .. }
             | OwnedKind::VolatileWrite { .. }

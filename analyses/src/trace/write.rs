@@ -129,6 +129,8 @@ pub fn op_text(env: &dyn Env, ev: &Event<'_>) -> String {
         } => "end(det)".into(),
         K::ThreadStart => "tstart".into(),
         K::ThreadEnd => "tend".into(),
+        // Never written (`TraceWriter::write_event` skips checks); a comment if asked.
+        K::Check { loc, op, .. } => format!("# check {op} {}", loc_text(env, loc)),
     }
 }
 
@@ -155,6 +157,11 @@ impl<W: Write> StdWriter<W> {
     /// Write one event (preceded by its site's header the first time); returns the
     /// event's line number.
     pub fn write_event(&mut self, env: &dyn Env, ev: &Event<'_>) -> io::Result<u64> {
+        if matches!(ev.kind, EventKind::Check { .. }) {
+            // BigFoot checks are not part of the trace: the trace has the accesses
+            // (placement is redone whenever the program is compiled).
+            return Ok(self.lines);
+        }
         let site_col = if is_token_site(ev.site) {
             token(&env.site(ev.site).position)
         } else {

@@ -21,7 +21,7 @@
 //!   slots (a load per use, a store per definition): slower code for such a method,
 //!   but no SSA bookkeeping at all, so compiling it stays linear.
 
-use lang::ir::{Function, Inst, Local, PrintArg, Terminator};
+use lang::ir::{CheckTarget, Function, Inst, Local, PrintArg, Terminator};
 
 /// The largest `locals × IR blocks` product for which a method's locals that live
 /// across blocks are SSA variables (about 4 bytes of `cranelift-frontend` tables each).
@@ -104,6 +104,15 @@ pub fn locals_of(inst: &Inst, f: &mut impl FnMut(Local, bool)) {
             Some(*dst)
         }
         Inst::SpecBegin { .. } | Inst::SpecEnd { .. } => None,
+        Inst::Check { target, .. } => {
+            match target {
+                CheckTarget::Fields { obj, .. } => uses(&[*obj]),
+                CheckTarget::Static { .. } => {}
+                CheckTarget::Range { arr, lo, hi, .. } => uses(&[*arr, *lo, *hi]),
+                CheckTarget::Elem { arr, index } => uses(&[*arr, *index]),
+            }
+            None
+        }
         Inst::Math { dst, args, .. } => {
             uses(args);
             Some(*dst)

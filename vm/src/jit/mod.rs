@@ -49,6 +49,9 @@ use runtime_fns::Rt;
 pub struct JitOptions {
     /// A chain is active: emit the event hooks.
     pub hooks: bool,
+    /// Emit the hooks of plain reads and writes (with `hooks`; off when the chain
+    /// checks BigFoot's placed checks instead, `Bridge::plain_accesses`).
+    pub access_hooks: bool,
     /// `--sched seeded:N`: emit the scheduling points.
     pub seeded: bool,
     /// `--max-steps` is set: count executed blocks.
@@ -108,6 +111,7 @@ impl JitOptions {
     pub fn for_runtime(rt: &Runtime) -> JitOptions {
         JitOptions {
             hooks: rt.bridge.is_some(),
+            access_hooks: rt.bridge.as_ref().is_some_and(|b| b.plain_accesses),
             seeded: rt.seeded,
             count_steps: rt.limits.max_steps != u64::MAX,
             inline_filter: rt.bridge.as_ref().and_then(|b| {

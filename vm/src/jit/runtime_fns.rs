@@ -63,6 +63,7 @@ pub enum Rt {
     EvWrite,
     EvArrayWrite,
     EvSpec,
+    Check,
 }
 
 /// Codes of [`jit_error`]: the runtime errors that generated code detects inline.
@@ -83,7 +84,7 @@ pub mod err {
 use Ty::{F64, I64};
 
 impl Rt {
-    pub const ALL: [Rt; 23] = [
+    pub const ALL: [Rt; 24] = [
         Rt::Point,
         Rt::Error,
         Rt::New,
@@ -107,6 +108,7 @@ impl Rt {
         Rt::EvWrite,
         Rt::EvArrayWrite,
         Rt::EvSpec,
+        Rt::Check,
     ];
 
     /// Symbol name, parameters (the context pointer first, for every function but
@@ -144,6 +146,11 @@ impl Rt {
             Rt::EvWrite => ("capvm_jit_ev_write", &[I64, I64, I64, I64, I64, I64], None),
             Rt::EvArrayWrite => ("capvm_jit_ev_array_write", &[I64, I64, I64, I64, I64], None),
             Rt::EvSpec => ("capvm_jit_ev_spec", &[I64, I64, I64], None),
+            Rt::Check => (
+                "capvm_jit_check",
+                &[I64, I64, I64, I64, I64, I64, I64],
+                None,
+            ),
         }
     }
 
@@ -182,6 +189,7 @@ impl Rt {
                 jit_ev_array_write as extern "C" fn(C, u64, u64, u64, u64) as *const u8
             }
             Rt::EvSpec => jit_ev_spec as extern "C" fn(C, u64, u64) as *const u8,
+            Rt::Check => jit_check as extern "C" fn(C, u64, u64, u64, u64, u64, u64) as *const u8,
         }
     }
 
@@ -473,6 +481,29 @@ extern "C" fn jit_ev_read(t: *mut JitThread, o: u64, slot: u64, s: u64) {
             slot: slot as u32,
         };
         t.hook.emit(site(s), EventKind::Read { loc });
+    });
+}
+
+/// A BigFoot check (`translate`'s `check`): `which` is `kind * 2 + write` with kind
+/// 0 = field group (`obj`, representative `x`, mask `y`), 1 = static (index `x`),
+/// 2 = elements `x..y:z` of the array `obj`.
+extern "C" fn jit_check(t: *mut JitThread, which: u64, obj: u64, x: u64, y: u64, z: u64, s: u64) {
+    hook(t, |t| {
+        let what = match which / 2 {
+            0 => rtops::CheckOf::Group {
+                obj,
+                rep: x as u32,
+                mask: y,
+            },
+            1 => rtops::CheckOf::Static { index: x as u32 },
+            _ => rtops::CheckOf::Range {
+                arr: obj,
+                lo: x as i64,
+                hi: y as i64,
+                step: z as u32,
+            },
+        };
+        rtops::emit_check(&mut t.hook, &t.rt.image, what, which & 1 != 0, site(s));
     });
 }
 

@@ -17,9 +17,9 @@ use cranelift_jit::JITModule;
 use cranelift_module::Module;
 use hashbrown::HashMap;
 use lang::ir::{
-    BinOp, Block as IrBlock, BlockId, Cmp, Const, Conv, FieldRef, FuncId, FuncKind, Function, Inst,
-    Local, MathFn, PrintArg, Program, Repr, SiteId, Spec, StaticId, Terminator, Type as IrType,
-    UnOp,
+    BinOp, Block as IrBlock, BlockId, CheckTarget, Cmp, Const, Conv, FieldRef, FuncId, FuncKind,
+    Function, Inst, Local, MathFn, PrintArg, Program, Repr, SiteId, Spec, StaticId, Terminator,
+    Type as IrType, UnOp,
 };
 
 use crate::image::{Image, const_bits};
@@ -617,6 +617,11 @@ impl<'a, 'b> Translator<'a, 'b> {
             Inst::SpecEnd { spec, site } => self.spec(*spec, true, *site),
             Inst::Math { dst, func, args } => self.math(*dst, *func, args),
             Inst::Print { args, site } => self.print(args, *site),
+            Inst::Check {
+                target,
+                write,
+                site,
+            } => self.check(target, *write, *site),
             Inst::Assert { cond, site } => {
                 let c = self.use_(*cond);
                 let is_false = self.b.ins().icmp_imm_s(IntCC::Equal, c, 0);
@@ -800,7 +805,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             .ins()
             .load(ty, heap_mem(), o, (word as usize * layout::WORD) as i32);
         self.def(dst, v);
-        if self.opts().hooks {
+        if self.opts().access_hooks {
             let sl = self.iconst(slot);
             let s = self.iconst(site.0 as i64);
             self.access_hook(
@@ -841,7 +846,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b
             .ins()
             .store(heap_mem(), v, o, (word as usize * layout::WORD) as i32);
-        if self.opts().hooks {
+        if self.opts().access_hooks {
             let sl = self.iconst(slot);
             let bits = self.bits(v);
             let r = self.iconst(is_ref);
@@ -948,7 +953,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let ty = self.local_type(dst);
         let v = self.b.ins().load(ty, heap_mem(), p, Self::DATA);
         self.def(dst, v);
-        if self.opts().hooks {
+        if self.opts().access_hooks {
             let s = self.iconst(site.0 as i64);
             self.access_hook(Rt::EvRead, a, &[a, i, s], true, None, site, 0);
         }
@@ -961,7 +966,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.point();
         let v = self.use_(src);
         self.b.ins().store(heap_mem(), v, p, Self::DATA);
-        if self.opts().hooks {
+        if self.opts().access_hooks {
             let bits = self.bits(v);
             let s = self.iconst(site.0 as i64);
             let elem = match &self.func.locals[arr.index()].ty {
@@ -1053,6 +1058,55 @@ impl<'a, 'b> Translator<'a, 'b> {
         let fv = self.iconst(f.0 as i64);
         let n = self.iconst(vals.len() as i64);
         self.fallible(Rt::Fork, &[fv, buf, n], site, Some(dst));
+    }
+
+    /// A BigFoot check: one call per field group or range (`rtops::emit_check`).
+    fn check(&mut self, target: &CheckTarget, write: bool, site: SiteId) {
+        if !self.opts().hooks {
+            return;
+        }
+        let w = write as i64;
+        let calls: Vec<[Value; 5]> = match target {
+            CheckTarget::Fields { obj, groups, .. } => {
+                let o = self.use_(*obj);
+                groups
+                    .iter()
+                    .map(|(rep, mask)| {
+                        let k = self.iconst(w);
+                        let r = self.iconst(*rep as i64);
+                        let m = self.iconst(*mask as i64);
+                        let z = self.iconst(0);
+                        [k, o, r, m, z]
+                    })
+                    .collect()
+            }
+            CheckTarget::Static { field } => {
+                let k = self.iconst(2 + w);
+                let z = self.iconst(0);
+                let i = self.iconst(field.0 as i64);
+                vec![[k, z, i, z, z]]
+            }
+            CheckTarget::Range { arr, lo, hi, step } => {
+                let k = self.iconst(4 + w);
+                let a = self.use_(*arr);
+                let l = self.use_(*lo);
+                let h = self.use_(*hi);
+                let st = self.iconst(*step as i64);
+                vec![[k, a, l, h, st]]
+            }
+            CheckTarget::Elem { arr, index } => {
+                let k = self.iconst(4 + w);
+                let a = self.use_(*arr);
+                let i = self.use_(*index);
+                let h = self.b.ins().iadd_imm_s(i, 1);
+                let st = self.iconst(1);
+                vec![[k, a, i, h, st]]
+            }
+        };
+        let s = self.iconst(site.0 as i64);
+        for [k, a, x, y, z] in calls {
+            self.call_rt(Rt::Check, &[k, a, x, y, z, s]);
+        }
     }
 
     fn spec(&mut self, spec: Spec, end: bool, site: SiteId) {

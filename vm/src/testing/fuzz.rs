@@ -22,6 +22,7 @@ pub const TARGETS: [&str; 9] = [
     "trace_no_panic",
     "trace_names_no_panic",
     "grits_spec",
+    "bigfoot_vs_fasttrack",
 ];
 
 /// Run target `name` on `data`.
@@ -36,6 +37,7 @@ pub fn replay(name: &str, data: &[u8]) -> Result<(), String> {
         "trace_no_panic" => panic_oracles::trace_no_panic(data),
         "trace_names_no_panic" => panic_oracles::trace_names_no_panic(data),
         "grits_spec" => grits_spec(data),
+        "bigfoot_vs_fasttrack" => bigfoot_vs_fasttrack(data),
         other => Err(format!("unknown fuzz target `{other}`")),
     }
 }
@@ -91,4 +93,16 @@ pub fn grits_spec(data: &[u8]) -> Result<(), String> {
     let (mutation, rest) = data.split_at(data.len().min(4));
     let trace = renumber(&gen_from_bytes(rest))?;
     super::grits_oracle::grits_property(&trace, mutation)
+}
+
+/// Property 7 and the precise-checks oracle on a generated program (BigFoot's
+/// placement, run on the interpreter; every fourth input on the JIT).
+pub fn bigfoot_vs_fasttrack(data: &[u8]) -> Result<(), String> {
+    let (src, seed) = program(data);
+    let tier = if seed % 4 == 3 {
+        crate::Tier::Jit
+    } else {
+        crate::Tier::Interp
+    };
+    super::bigfoot::bigfoot_agrees(&src, seed, tier).map_err(|e| format!("{e}\n{src}"))
 }

@@ -73,6 +73,9 @@ impl EventLog {
             EventKind::End { spec } => format!("end {spec:?}"),
             EventKind::ThreadStart => "start".into(),
             EventKind::ThreadEnd => "end-thread".into(),
+            EventKind::Check { loc, op, span } => {
+                format!("check {op} {}.{} {span:?}", o(loc.obj), loc.slot)
+            }
         };
         format!("T{} s{} {k}", ev.tid, ev.site.0)
     }

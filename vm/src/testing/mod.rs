@@ -7,12 +7,14 @@
 //!   runs): (1) precise detectors vs `hb`, (4) SingleTrack/atomicity vs brute force.
 //! - [`program_oracles`]: properties needing the VM: (1) on recorded runs, (2) filter
 //!   chains are trace precise, (5) interpreter vs JIT.
+//! - [`bigfoot`]: BigFoot's precise-checks oracle and (7) `bigfoot` vs `fasttrack`.
 //! - [`panic_oracles`]: (6) no input panics the front end or the trace analyzer.
 //! - [`fuzz`]: the fuzz targets' bodies (bytes in) and [`fuzz::replay`].
 //! - [`log`]: the in-process event recorder the program oracles use.
 //!
 //! Property 3 (SLP compression) has no oracle: there is no compressor yet.
 
+pub mod bigfoot;
 pub mod fuzz;
 pub mod grits_oracle;
 pub mod log;

@@ -55,6 +55,8 @@ pub const DEFAULT_CHAINS: &[&str] = &[
     "escape:capsule:fasttrack",
     "singletrack:fasttrack",
     DEFAULT_TOOLS,
+    "bigfoot",
+    "escape:capsule:bigfoot",
 ];
 
 /// Repetitions without `--quick` and with it.
@@ -72,7 +74,8 @@ pub struct BenchArgs {
     kernels: Option<Vec<String>>,
     /// Chains to compare with the bare run (`none`), comma-separated [default: djit,
     /// fasttrack, grits, goldilocks, eraser, escape:fasttrack, capsule:fasttrack,
-    /// escape:capsule:fasttrack, singletrack:fasttrack, escape:capsule:singletrack:fasttrack].
+    /// escape:capsule:fasttrack, singletrack:fasttrack, escape:capsule:singletrack:fasttrack,
+    /// bigfoot, escape:capsule:bigfoot].
     #[arg(long, value_name = "C1,C2", value_delimiter = ',')]
     chains: Option<Vec<String>>,
     /// Execution tier of every run (bare included).

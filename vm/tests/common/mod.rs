@@ -243,6 +243,9 @@ impl EventLog {
             OwnedKind::End { spec } => format!("end {spec:?}"),
             OwnedKind::ThreadStart => "start".into(),
             OwnedKind::ThreadEnd => "end".into(),
+            OwnedKind::Check { loc, op, span } => {
+                format!("check {op} {}.{} {span:?}", l(loc.obj), loc.slot)
+            }
         };
         self.events.lock().push(format!("T{} {}", o.tid, text));
     }

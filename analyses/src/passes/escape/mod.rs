@@ -161,6 +161,16 @@ impl Pass for Escape {
         let Some(heap) = self.shared.env.heap() else {
             return Flow::Forward;
         };
+        // A BigFoot check comes at or after the accesses it covers, and an escaped
+        // object stays escaped: if its object is still thread-local, so it was at
+        // every covered access, which this filter would have dropped.
+        if let EventKind::Check { loc, .. } = ev.kind {
+            return if Self::is_escaped(heap, loc.obj) {
+                Flow::Forward
+            } else {
+                Flow::Drop
+            };
+        }
         let Some(l) = local_of(local) else {
             return Flow::Forward;
         };

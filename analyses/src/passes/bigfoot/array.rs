@@ -1,0 +1,392 @@
+//! Adaptive array shadows (DYNAMICBF, Rhodes §3.4 and §3.5.2, after SlimState): an
+//! array starts with one shadow cell for all its elements and is refined when a
+//! committed footprint does not fit its cells.
+//!
+//! Representations:
+//! - *Intervals*: cells are the intervals between sorted breakpoints (one cell at
+//!   first: "coarse"). A footprint range splits the cells at its bounds, so every cell
+//!   it touches lies inside it; blocks and the triangular patterns of LU factorization
+//!   (the `lufact` pathology of Rhodes, §3.6) cost one cell per distinct bound,
+//!   not one per element. A strided range splits its elements into one-element cells.
+//! - *Stride(k)*: cell `r` holds the elements `≡ r (mod k)`, entered from the single
+//!   coarse cell when a footprint is made of whole residue classes (even/odd halves).
+//! - *Fine after stride*: one cell per element, each starting as a copy of its
+//!   residue class's cell, when a footprint does not fit the strides.
+//!
+//! Refinement is lossless: a new cell starts as a copy of the cell that held its
+//! elements. A cell is only checked when the footprint covers all of it, and covers it
+//! uniformly (all written, or all accessed and none written): a check of a partly
+//! covered cell would be illegitimate (false alarms), one of a partly written cell would
+//! not cover the writes (missed races).
+
+use std::collections::BTreeMap;
+
+use super::cell::Cell;
+
+/// One footprint range of a thread on one array: `lo..hi:step`, read or write.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Range {
+    pub lo: u32,
+    pub hi: u32,
+    pub step: u32,
+    pub write: bool,
+}
+
+impl Range {
+    /// Number of elements.
+    fn count(&self) -> u32 {
+        (self.hi - self.lo).div_ceil(self.step)
+    }
+}
+
+/// The representation in force (for statistics and reports).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// One cell for the whole array.
+    Coarse,
+    /// Intervals between breakpoints.
+    Intervals,
+    Stride(u32),
+    /// One cell per element (after strides).
+    Fine,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Coarse => "coarse",
+            Mode::Intervals => "intervals",
+            Mode::Stride(_) => "stride",
+            Mode::Fine => "fine",
+        }
+    }
+}
+
+enum Rep {
+    /// Cell start → cell; a cell ends where the next starts (or at the length).
+    Intervals(BTreeMap<u32, Cell>),
+    Stride(u32, Vec<Cell>),
+    /// Materialized one-element cells over the frozen residue cells.
+    Fine(BTreeMap<u32, Cell>, u32, Vec<Cell>),
+}
+
+pub struct ArrayShadow {
+    len: u32,
+    rep: Rep,
+}
+
+/// A touched cell: its elements `lo..hi:step`, whether it is written, and the index of
+/// a footprint range deciding that.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Touched {
+    pub lo: u32,
+    pub hi: u32,
+    pub step: u32,
+    pub write: bool,
+    pub range: usize,
+}
+
+impl ArrayShadow {
+    pub fn new(len: u32) -> Self {
+        ArrayShadow {
+            len,
+            rep: Rep::Intervals(std::iter::once((0, Cell::default())).collect()),
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        match &self.rep {
+            Rep::Intervals(m) if m.len() == 1 => Mode::Coarse,
+            Rep::Intervals(_) => Mode::Intervals,
+            Rep::Stride(k, _) => Mode::Stride(*k),
+            Rep::Fine(..) => Mode::Fine,
+        }
+    }
+
+    /// Number of cells with state.
+    pub fn cells(&self) -> usize {
+        match &self.rep {
+            Rep::Intervals(m) => m.len(),
+            Rep::Stride(_, v) => v.len(),
+            Rep::Fine(m, _, v) => m.len() + v.len(),
+        }
+    }
+
+    /// Refine for the footprint `ranges` (non-empty, normalized, inside the array) and
+    /// apply `check` once to every cell it touches, in index order.
+    pub fn commit(&mut self, ranges: &[Range], mut check: impl FnMut(Touched, &mut Cell)) {
+        let len = self.len;
+        // Whole residue classes of one stride, on a never-refined array: strides.
+        if let Rep::Intervals(m) = &self.rep
+            && m.len() == 1
+            && let Some(k) = whole_classes(ranges, len)
+        {
+            let base = m.values().next().cloned().unwrap_or_default();
+            self.rep = Rep::Stride(k, vec![base; k.min(len) as usize]);
+        }
+        if let Rep::Stride(k, cells) = &mut self.rep {
+            let k = *k;
+            if ranges.iter().all(|r| fits_stride(r, k, len)) {
+                let mut kinds: BTreeMap<u32, (bool, usize)> = BTreeMap::new();
+                for (i, r) in ranges.iter().enumerate() {
+                    let classes = if r.step == k {
+                        r.lo..r.lo + 1
+                    } else {
+                        0..k.min(len)
+                    };
+                    for c in classes {
+                        mark(&mut kinds, c, r.write, i);
+                    }
+                }
+                for (c, (write, i)) in kinds {
+                    let t = Touched {
+                        lo: c,
+                        hi: len,
+                        step: k,
+                        write,
+                        range: i,
+                    };
+                    check(t, &mut cells[c as usize]);
+                }
+                return;
+            }
+            let parent = std::mem::take(cells);
+            self.rep = Rep::Fine(BTreeMap::new(), k, parent);
+        }
+        match &mut self.rep {
+            Rep::Intervals(m) => {
+                for r in ranges {
+                    if r.count() == 1 {
+                        split(m, r.lo, len);
+                        split(m, r.lo + 1, len);
+                    } else if r.step == 1 {
+                        split(m, r.lo, len);
+                        split(m, r.hi, len);
+                    } else {
+                        let mut e = r.lo;
+                        while e < r.hi {
+                            split(m, e, len);
+                            split(m, e + 1, len);
+                            e = e.saturating_add(r.step);
+                        }
+                    }
+                }
+                let mut kinds: BTreeMap<u32, (bool, usize)> = BTreeMap::new();
+                for (i, r) in ranges.iter().enumerate() {
+                    if r.step == 1 || r.count() == 1 {
+                        let hi = if r.count() == 1 { r.lo + 1 } else { r.hi };
+                        for (s, _) in m.range(r.lo..hi) {
+                            mark(&mut kinds, *s, r.write, i);
+                        }
+                    } else {
+                        let mut e = r.lo;
+                        while e < r.hi {
+                            mark(&mut kinds, e, r.write, i);
+                            e = e.saturating_add(r.step);
+                        }
+                    }
+                }
+                let ends: Vec<u32> = kinds
+                    .keys()
+                    .map(|s| m.range(s + 1..).next().map_or(len, |(n, _)| *n))
+                    .collect();
+                for ((s, (write, i)), hi) in kinds.into_iter().zip(ends) {
+                    let t = Touched {
+                        lo: s,
+                        hi,
+                        step: 1,
+                        write,
+                        range: i,
+                    };
+                    if let Some(c) = m.get_mut(&s) {
+                        check(t, c);
+                    }
+                }
+            }
+            Rep::Fine(m, k, parent) => {
+                let mut kinds: BTreeMap<u32, (bool, usize)> = BTreeMap::new();
+                for (i, r) in ranges.iter().enumerate() {
+                    let mut e = r.lo;
+                    while e < r.hi {
+                        mark(&mut kinds, e, r.write, i);
+                        e = e.saturating_add(r.step);
+                    }
+                }
+                for (e, (write, i)) in kinds {
+                    let t = Touched {
+                        lo: e,
+                        hi: e + 1,
+                        step: 1,
+                        write,
+                        range: i,
+                    };
+                    let c = m
+                        .entry(e)
+                        .or_insert_with(|| parent[(e % *k) as usize].clone());
+                    check(t, c);
+                }
+            }
+            Rep::Stride(..) => {}
+        }
+    }
+}
+
+/// A cell touched by range `i`: written if any range touching it writes.
+fn mark(kinds: &mut BTreeMap<u32, (bool, usize)>, c: u32, write: bool, i: usize) {
+    let e = kinds.entry(c).or_insert((write, i));
+    if write && !e.0 {
+        *e = (true, i);
+    }
+}
+
+/// Make `p` a cell boundary (a new cell starts as a copy of the one it splits).
+fn split(m: &mut BTreeMap<u32, Cell>, p: u32, len: u32) {
+    if p >= len || m.contains_key(&p) {
+        return;
+    }
+    let Some((_, c)) = m.range(..p).next_back() else {
+        return;
+    };
+    let c = c.clone();
+    m.insert(p, c);
+}
+
+/// The last element of residue class `r` modulo `k` below `len`.
+fn last_of_class(r: u32, k: u32, len: u32) -> u32 {
+    r + k * ((len - 1 - r) / k)
+}
+
+/// Whether `r` covers whole cells of `Stride(k)`: one residue class, or every element.
+fn fits_stride(r: &Range, k: u32, len: u32) -> bool {
+    (r.step == k && r.lo < k && r.hi > last_of_class(r.lo, k, len))
+        || (r.step == 1 && r.lo == 0 && r.hi >= len)
+}
+
+/// The stride `k > 1` if every range is a whole residue class of it.
+fn whole_classes(ranges: &[Range], len: u32) -> Option<u32> {
+    let k = ranges.first()?.step;
+    (k > 1 && ranges.iter().all(|r| r.step == k && fits_stride(r, k, len))).then_some(k)
+}
+
+/// Merge a footprint's ranges where that keeps the same index set and kinds: `k`
+/// ranges of stride `k` over consecutive residues with the same element count are
+/// one contiguous range (a loop reading `a[i]`, …, `a[i + k - 1]` with `i += k`), and
+/// contiguous or overlapping ranges of stride 1 and one kind are one range.
+pub fn normalize(ranges: &mut Vec<Range>) {
+    ranges.sort_by_key(|r| (r.write, r.step, r.lo));
+    let mut out: Vec<Range> = Vec::with_capacity(ranges.len());
+    let mut i = 0;
+    while i < ranges.len() {
+        let r = ranges[i];
+        let k = r.step as usize;
+        if k > 1 && i + k <= ranges.len() {
+            let run = &ranges[i..i + k];
+            let n = r.count();
+            if run.iter().enumerate().all(|(j, x)| {
+                x.write == r.write && x.step == r.step && x.lo == r.lo + j as u32 && x.count() == n
+            }) {
+                out.push(Range {
+                    lo: r.lo,
+                    hi: r.lo + n * r.step,
+                    step: 1,
+                    write: r.write,
+                });
+                i += k;
+                continue;
+            }
+        }
+        out.push(r);
+        i += 1;
+    }
+    out.sort_by_key(|r| (r.write, r.step, r.lo));
+    let mut merged: Vec<Range> = Vec::with_capacity(out.len());
+    for r in out {
+        if let Some(p) = merged.last_mut()
+            && p.step == 1
+            && r.step == 1
+            && p.write == r.write
+            && r.lo <= p.hi
+        {
+            p.hi = p.hi.max(r.hi);
+            continue;
+        }
+        merged.push(r);
+    }
+    *ranges = merged;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(lo: u32, hi: u32, step: u32, write: bool) -> Range {
+        Range {
+            lo,
+            hi,
+            step,
+            write,
+        }
+    }
+
+    fn touched(a: &mut ArrayShadow, ranges: &[Range]) -> Vec<(u32, u32, u32, bool)> {
+        let mut v = Vec::new();
+        a.commit(ranges, |t, _| v.push((t.lo, t.hi, t.step, t.write)));
+        v
+    }
+
+    #[test]
+    fn a_whole_array_footprint_keeps_one_cell() {
+        let mut a = ArrayShadow::new(100);
+        assert_eq!(
+            touched(&mut a, &[r(0, 100, 1, true)]),
+            vec![(0, 100, 1, true)]
+        );
+        assert_eq!(a.mode(), Mode::Coarse);
+    }
+
+    #[test]
+    fn bounds_split_cells_and_strides_make_strides() {
+        let mut a = ArrayShadow::new(100);
+        assert_eq!(
+            touched(&mut a, &[r(0, 50, 1, true)]),
+            vec![(0, 50, 1, true)]
+        );
+        assert_eq!(a.mode(), Mode::Intervals);
+        // A triangular sequence of footprints: one cell per bound, one check each.
+        for k in 1..10 {
+            assert_eq!(
+                touched(&mut a, &[r(k, 100, 1, false)]).len(),
+                if k < 50 { 2 } else { 1 }
+            );
+        }
+        assert_eq!(a.cells(), 11);
+        let mut b = ArrayShadow::new(100);
+        assert_eq!(
+            touched(&mut b, &[r(1, 100, 2, true)]),
+            vec![(1, 100, 2, true)]
+        );
+        assert_eq!(b.mode(), Mode::Stride(2));
+        // A footprint that does not fit the strides: one cell per element, each a copy
+        // of its class's cell.
+        assert_eq!(touched(&mut b, &[r(4, 6, 1, false)]).len(), 2);
+        assert_eq!(b.mode(), Mode::Fine);
+    }
+
+    #[test]
+    fn a_partly_written_range_splits_into_uniform_cells() {
+        let mut a = ArrayShadow::new(8);
+        let t = touched(&mut a, &[r(0, 8, 1, false), r(0, 4, 1, true)]);
+        assert_eq!(t, vec![(0, 4, 1, true), (4, 8, 1, false)]);
+    }
+
+    #[test]
+    fn strided_ranges_over_consecutive_residues_normalize_to_one_range() {
+        let mut v = vec![r(1, 9, 2, false), r(0, 8, 2, false), r(8, 12, 1, false)];
+        normalize(&mut v);
+        assert_eq!(v, vec![r(0, 12, 1, false)]);
+        // Different counts or kinds stay apart.
+        let mut w = vec![r(0, 8, 2, false), r(1, 7, 2, false), r(0, 4, 1, true)];
+        normalize(&mut w);
+        assert_eq!(w.len(), 3);
+    }
+}

@@ -1,0 +1,176 @@
+//! One BigFoot shadow location: FastTrack's state (Flanagan & Freund, PLDI'09, with
+//! the revised "FT2" rules: Rhodes, *Access Classification for Race Detection
+//! Optimization*, §1.5) for a field group, a static or a cell of an array shadow.
+//! Plain data, so a cell can be copied when an array shadow is refined (losslessly).
+
+use crate::ctx::CtxId;
+use crate::event::{Op, SiteId};
+use crate::passes::shadow::Acc;
+use crate::thread::ThreadState;
+use crate::vc::Epoch;
+
+/// Where a check was made (the thread is its epoch's, the operation the field's):
+/// 8 bytes instead of a whole [`Acc`], so a cell stays small.
+#[derive(Copy, Clone, Debug, Default)]
+struct Who {
+    site: SiteId,
+    ctx: CtxId,
+}
+
+impl Who {
+    fn of(a: &Acc) -> Who {
+        Who {
+            site: a.site,
+            ctx: a.ctx,
+        }
+    }
+    fn acc(self, e: Epoch, op: Op) -> Acc {
+        Acc {
+            tid: e.tid,
+            op,
+            site: self.site,
+            ctx: self.ctx,
+            index: 0,
+        }
+    }
+}
+
+/// The reads of a cell: one epoch while they are totally ordered, else the read
+/// clock of every reader (FT2 never returns to an epoch).
+#[derive(Clone, Debug, Default)]
+enum Reads {
+    #[default]
+    None,
+    Epoch(Epoch, Who),
+    Shared(Box<[Option<(u32, Who)>]>),
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Cell {
+    w: Option<(Epoch, Who)>,
+    r: Reads,
+}
+
+/// A race found by a check: the earlier conflicting access and what kind of race.
+pub struct Race {
+    pub prev: Acc,
+    pub what: &'static str,
+}
+
+impl Cell {
+    /// FT2 `read(t, x)` for a read check by `t` (`cur`); the races it finds.
+    pub fn read(&mut self, t: &ThreadState, cur: Acc, races: &mut Vec<Race>) {
+        let e = t.epoch();
+        match &self.r {
+            // [FT read same epoch]
+            Reads::Epoch(r, _) if *r == e => return,
+            // [FT read shared same epoch]
+            Reads::Shared(v)
+                if v.get(t.tid as usize).copied().flatten().map(|x| x.0) == Some(e.clock) =>
+            {
+                return;
+            }
+            _ => {}
+        }
+        // [FT write-read race]
+        if let Some((w, who)) = self.w
+            && w.tid != t.tid
+            && !w.leq(&t.vc)
+        {
+            races.push(Race {
+                prev: who.acc(w, Op::Write),
+                what: "write-read",
+            });
+        }
+        let me = Who::of(&cur);
+        match &mut self.r {
+            Reads::None => self.r = Reads::Epoch(e, me),
+            Reads::Epoch(r, rwho) => {
+                if r.tid == t.tid || r.leq(&t.vc) {
+                    // [FT read exclusive]
+                    self.r = Reads::Epoch(e, me);
+                } else {
+                    // [FT read share]
+                    let (r, rwho) = (*r, *rwho);
+                    let mut v: Box<[Option<(u32, Who)>]> = Box::default();
+                    set(&mut v, r.tid, r.clock, rwho);
+                    set(&mut v, t.tid, e.clock, me);
+                    self.r = Reads::Shared(v);
+                }
+            }
+            // [FT read shared]
+            Reads::Shared(v) => set(v, t.tid, e.clock, me),
+        }
+    }
+
+    /// FT2 `write(t, x)` for a write check by `t` (`cur`); the races it finds.
+    pub fn write(&mut self, t: &ThreadState, cur: Acc, races: &mut Vec<Race>) {
+        let e = t.epoch();
+        if let Some((w, who)) = self.w {
+            // [FT write same epoch]
+            if w == e {
+                return;
+            }
+            // [FT write-write race]
+            if w.tid != t.tid && !w.leq(&t.vc) {
+                races.push(Race {
+                    prev: who.acc(w, Op::Write),
+                    what: "write-write",
+                });
+            }
+        }
+        match &self.r {
+            Reads::None => {}
+            // [FT read-write race]
+            Reads::Epoch(r, who) => {
+                if r.tid != t.tid && !r.leq(&t.vc) {
+                    races.push(Race {
+                        prev: who.acc(*r, Op::Read),
+                        what: "read-write",
+                    });
+                }
+            }
+            // [FT shared-read-write race], one per unordered reader
+            Reads::Shared(v) => {
+                for (u, x) in v.iter().enumerate() {
+                    if let Some((c, who)) = x
+                        && *c > t.vc.get(u as u32)
+                    {
+                        races.push(Race {
+                            prev: who.acc(crate::vc::Epoch::new(u as u32, *c), Op::Read),
+                            what: "read-write",
+                        });
+                    }
+                }
+            }
+        }
+        // [FT write exclusive / write shared]: FT2 keeps a shared read state.
+        self.w = Some((e, Who::of(&cur)));
+    }
+}
+
+/// `R[tid] := clock` (by `who`), growing the clock (a boxed slice: one word smaller
+/// than a `Vec`, which keeps every cell small).
+fn set(v: &mut Box<[Option<(u32, Who)>]>, tid: u32, clock: u32, who: Who) {
+    let i = tid as usize;
+    if v.len() <= i {
+        let mut grown = std::mem::take(v).into_vec();
+        grown.resize(i + 1, None);
+        *v = grown.into_boxed_slice();
+    }
+    v[i] = Some((clock, who));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_is_small() {
+        assert!(
+            std::mem::size_of::<Cell>() <= 48,
+            "{}",
+            std::mem::size_of::<Cell>()
+        );
+    }
+}

@@ -1,0 +1,460 @@
+//! `bigfoot`: DYNAMICBF, the run-time half of BigFoot (Rhodes, *Access
+//! Classification for Race Detection Optimization*, UCSC 2019, ch. 3; Rhodes,
+//! Flanagan & Freund, *BigFoot: Static Check Placement for Dynamic Race Detection*,
+//! PLDI 2017).
+//!
+//! - Handled events: the checks ([`EventKind::Check`]) that the compiler's placement
+//!   (`lang::bigfoot`) leaves in the program. Plain accesses are not checked: each
+//!   has a covering check (they pass on to later passes untouched). Every
+//!   synchronization event first commits the thread's array footprint.
+//! - State: per field group and per static one FastTrack cell ([`cell::Cell`]: last
+//!   write epoch, read epoch or read-shared clock), checked at once; per array an
+//!   adaptive shadow ([`array::ArrayShadow`]) whose cells are checked when a thread
+//!   commits its footprint: the element ranges it checked since its last
+//!   synchronization, merged as they arrive. The commit runs before the event's
+//!   clock update (the chain applies clocks after the passes), so all of the
+//!   thread's checks of one synchronization-free region see the same epoch.
+//! - Verdict: a `race` warning at every check the FastTrack rules flag, on the field
+//!   group (`extra.group`) or the element range of the array cell (`extra.range`)
+//!   that holds the racing location.
+//!
+//! Precision: with symmetric field groups and lossless array refinement the checks
+//! race iff the accesses do, on the same locations (Theorem 3.9.1 of the thesis,
+//! given precise checks; the `bigfoot` oracle in `vm::testing` verifies those).
+//!
+//! Live runs only: the checks exist only in a placed program, so `capvm analyze`
+//! refuses this pass.
+
+pub mod array;
+pub mod cell;
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::event::{CheckSpan, Event, EventKind, Loc, ObjId, Op};
+use crate::pass::{Flow, Local, Pass};
+use crate::report::WarningKind;
+use crate::shared::Shared;
+use crate::thread::ThreadState;
+
+use super::shadow::{Acc, Shadow, pair_warning};
+use array::{ArrayShadow, Mode, Range, Touched};
+use cell::{Cell, Race};
+
+/// A footprint entry: one range of one array, with the check that started it.
+#[derive(Copy, Clone, Debug)]
+struct Entry {
+    arr: ObjId,
+    len: u32,
+    range: Range,
+    acc: Acc,
+}
+
+/// Per-thread state: the footprint since the last synchronization and counters.
+#[derive(Default)]
+struct BfLocal {
+    footprint: Vec<Entry>,
+    counts: Counts,
+    /// The thread's own same-epoch cache (see [`EpochCache`]).
+    seen: EpochCache,
+}
+
+/// Which field groups this thread has already checked in its current epoch, and how
+/// (direct-mapped, so a miss only costs the shadow check). Exactly FastTrack's
+/// same-epoch rules, decided without touching the shared cell: after a read check by
+/// `t` in epoch `E`, no other thread's access can be ordered after it until `t`'s
+/// clock moves (every operation that orders `t` before another thread increments it),
+/// so `R` is still `E` or a shared clock with `R[t] = E` ([FT read same epoch], [FT
+/// read shared same epoch]); after a write check `W` is still `E` unless a racing
+/// write replaced it, which was reported then ([FT write same epoch]).
+struct EpochCache {
+    keys: Box<[u64]>,
+    /// `clock << 1 | write` of the entry's last check; 0 = empty.
+    marks: Box<[u64]>,
+}
+
+const CACHE: usize = 1024;
+
+impl Default for EpochCache {
+    fn default() -> Self {
+        EpochCache {
+            keys: vec![0; CACHE].into_boxed_slice(),
+            marks: vec![0; CACHE].into_boxed_slice(),
+        }
+    }
+}
+
+impl EpochCache {
+    fn slot(key: u64) -> usize {
+        ((key >> 3) ^ (key >> 13)) as usize & (CACHE - 1)
+    }
+    /// Whether a check of `key` with `write` in the epoch of `clock` needs no shadow
+    /// check.
+    fn hit(&self, key: u64, clock: u32, write: bool) -> bool {
+        let i = Self::slot(key);
+        let m = self.marks[i];
+        self.keys[i] == key && m >> 1 == clock as u64 && (m & 1 == 1 || !write)
+    }
+    fn record(&mut self, key: u64, clock: u32, write: bool) {
+        let i = Self::slot(key);
+        let keep_write = self.keys[i] == key && self.marks[i] == ((clock as u64) << 1 | 1);
+        self.keys[i] = key;
+        self.marks[i] = (clock as u64) << 1 | u64::from(write || keep_write);
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    /// Check events received.
+    checks: u64,
+    /// Array checks (element ranges) received.
+    array_checks: u64,
+    /// FastTrack rule applications on shadow cells.
+    shadow_checks: u64,
+    /// Footprint commits (synchronization events with a non-empty footprint).
+    commits: u64,
+    /// Field checks decided by the thread's same-epoch cache (no shadow check).
+    same_epoch: u64,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        self.checks += o.checks;
+        self.array_checks += o.array_checks;
+        self.shadow_checks += o.shadow_checks;
+        self.commits += o.commits;
+        self.same_epoch += o.same_epoch;
+    }
+}
+
+/// How many footprint entries back a new range may merge into (interleaved arrays).
+const MERGE_WINDOW: usize = 8;
+
+/// Footprint entries past which a thread commits without waiting for its next
+/// synchronization event.
+const FOOTPRINT_LIMIT: usize = 4096;
+
+pub struct BigFoot {
+    shared: Arc<Shared>,
+    /// Boxed: the shadow table has a slot per heap word of every touched page, and
+    /// field groups use only one slot per group.
+    fields: Shadow<Box<Cell>>,
+    /// Boxed for the same reason (one slot per array in a page of slots).
+    arrays: Shadow<Box<ArrayShadow>>,
+    totals: Mutex<Counts>,
+}
+
+impl BigFoot {
+    pub fn new(shared: &Arc<Shared>) -> Self {
+        BigFoot {
+            shared: shared.clone(),
+            fields: Shadow::default(),
+            arrays: Shadow::default(),
+            totals: Mutex::new(Counts::default()),
+        }
+    }
+
+    fn report(
+        &self,
+        loc: Loc,
+        races: &[Race],
+        cur: &Acc,
+        extra: impl Fn() -> (String, serde_json::Value),
+    ) {
+        for r in races {
+            let (what, v) = extra();
+            let mut w = pair_warning(
+                WarningKind::Race,
+                "bigfoot",
+                loc,
+                &r.prev,
+                cur,
+                format!("{} race on {what}", r.what),
+            );
+            let key = if v.is_array() { "group" } else { "range" };
+            w.extra.insert(key.into(), v);
+            self.shared.reporter.report(w);
+        }
+    }
+
+    /// A field-group or static check: FastTrack's rule on the group's cell, now.
+    fn check_fields(
+        &self,
+        t: &ThreadState,
+        l: &mut BfLocal,
+        loc: Loc,
+        op: Op,
+        mask: u64,
+        cur: Acc,
+    ) {
+        let (key, clock, write) = (loc.key(), t.epoch().clock, op == Op::Write);
+        if l.seen.hit(key, clock, write) {
+            l.counts.same_epoch += 1;
+            return;
+        }
+        l.seen.record(key, clock, write);
+        let mut races = Vec::new();
+        self.fields.with(loc, Box::default, |c| match op {
+            Op::Read => c.read(t, cur, &mut races),
+            Op::Write => c.write(t, cur, &mut races),
+        });
+        l.counts.shadow_checks += 1;
+        if races.is_empty() {
+            return;
+        }
+        let env = &self.shared.env;
+        self.report(loc, &races, &cur, || {
+            let slots: Vec<u32> = if mask == 0 {
+                vec![loc.slot]
+            } else {
+                (0..64).filter(|s| mask & (1u64 << s) != 0).collect()
+            };
+            let names: Vec<serde_json::Value> = slots
+                .iter()
+                .map(|s| {
+                    env.loc_name(Loc {
+                        obj: loc.obj,
+                        slot: *s,
+                    })
+                    .name
+                    .into()
+                })
+                .collect();
+            let shown: Vec<String> = names
+                .iter()
+                .filter_map(|n| n.as_str().map(String::from))
+                .collect();
+            (
+                format!("field group {}", shown.join("/")),
+                serde_json::Value::Array(names),
+            )
+        });
+    }
+
+    /// Add `lo..hi:step` of `arr` to the footprint, merged with a recent entry when it
+    /// extends it (a loop's element checks become one range).
+    fn add_range(l: &mut BfLocal, arr: ObjId, len: u32, r: Range, acc: Acc) {
+        let n = l.footprint.len();
+        for e in l.footprint[n.saturating_sub(MERGE_WINDOW)..]
+            .iter_mut()
+            .rev()
+        {
+            if e.arr != arr || e.range.write != r.write {
+                continue;
+            }
+            let p = &mut e.range;
+            let single = r.hi - r.lo == 1;
+            // Already covered (a repeated element).
+            if single && r.lo >= p.lo && r.lo < p.hi && (r.lo - p.lo).is_multiple_of(p.step) {
+                return;
+            }
+            // Extends the range by its next element or range.
+            let last = p.lo + (p.hi - 1 - p.lo) / p.step * p.step;
+            if single && r.lo > last {
+                let d = r.lo - last;
+                if p.hi - p.lo == 1 || d == p.step {
+                    p.step = d;
+                    p.hi = r.lo + 1;
+                    return;
+                }
+            }
+            if p.step == 1 && r.step == 1 && r.lo == p.hi {
+                p.hi = r.hi;
+                return;
+            }
+            break;
+        }
+        l.footprint.push(Entry {
+            arr,
+            len,
+            range: r,
+            acc,
+        });
+    }
+
+    /// Check the footprint's cells (before a synchronization event of `t`).
+    fn commit(&self, t: &ThreadState, l: &mut BfLocal) {
+        if l.footprint.is_empty() {
+            return;
+        }
+        l.counts.commits += 1;
+        let mut fp = std::mem::take(&mut l.footprint);
+        fp.sort_by_key(|e| e.arr);
+        let mut i = 0;
+        while i < fp.len() {
+            let arr = fp[i].arr;
+            let j = fp[i..]
+                .iter()
+                .position(|e| e.arr != arr)
+                .map_or(fp.len(), |k| i + k);
+            let group = &fp[i..j];
+            let mut ranges: Vec<Range> = group.iter().map(|e| e.range).collect();
+            array::normalize(&mut ranges);
+            let key = Loc { obj: arr, slot: 0 };
+            let len = group[0].len;
+            let mut found: Vec<(Touched, Mode, Vec<Race>, Acc)> = Vec::new();
+            let counts = &mut l.counts;
+            self.arrays.with(
+                key,
+                || Box::new(ArrayShadow::new(len)),
+                |a| {
+                    a.commit(&ranges, |tc, cell| {
+                        // The check that put the deciding range into the footprint
+                        // (after normalization: one of that kind overlapping it).
+                        let r = ranges[tc.range];
+                        let e = group
+                            .iter()
+                            .find(|e| {
+                                e.range.write == tc.write && e.range.lo < r.hi && r.lo < e.range.hi
+                            })
+                            .unwrap_or(&group[0]);
+                        let cur = Acc {
+                            op: if tc.write { Op::Write } else { Op::Read },
+                            ..e.acc
+                        };
+                        let mut races = Vec::new();
+                        if tc.write {
+                            cell.write(t, cur, &mut races);
+                        } else {
+                            cell.read(t, cur, &mut races);
+                        }
+                        counts.shadow_checks += 1;
+                        if !races.is_empty() {
+                            found.push((tc, Mode::Coarse, races, cur));
+                        }
+                    });
+                    let mode = a.mode();
+                    for f in &mut found {
+                        f.1 = mode;
+                    }
+                },
+            );
+            for (tc, mode, races, cur) in found {
+                let (lo, hi, step) = (tc.lo, tc.hi, tc.step);
+                let loc = Loc { obj: arr, slot: lo };
+                self.report(loc, &races, &cur, || {
+                    (
+                        format!("elements {lo}..{hi}:{step} ({} shadow)", mode.name()),
+                        serde_json::json!({"lo": lo, "hi": hi, "step": step, "mode": mode.name()}),
+                    )
+                });
+            }
+            i = j;
+        }
+        // Keep the allocation for the next region.
+        fp.clear();
+        l.footprint = fp;
+    }
+
+    /// Arrays by their current representation, and shadow cells in use (statistics).
+    fn census(&self) -> serde_json::Value {
+        let mut modes: std::collections::BTreeMap<&str, u64> = Default::default();
+        let mut cells = 0usize;
+        self.arrays.for_each(|a| {
+            *modes.entry(a.mode().name()).or_default() += 1;
+            cells += a.cells();
+        });
+        serde_json::json!({ "arrays": modes, "array_cells": cells, "field_cells": self.fields.len() })
+    }
+}
+
+fn local_of(local: &mut Local) -> Option<&mut BfLocal> {
+    local.downcast_mut::<BfLocal>()
+}
+
+/// Synchronization events: the footprint must be committed before them (a check after
+/// an acquire would not cover, one after a release would not be legitimate: §3.2).
+fn is_sync(kind: &EventKind<'_>) -> bool {
+    matches!(
+        kind,
+        EventKind::Acquire { .. }
+            | EventKind::Release { .. }
+            | EventKind::Fork { .. }
+            | EventKind::Join { .. }
+            | EventKind::VolatileRead { .. }
+            | EventKind::VolatileWrite { .. }
+            | EventKind::BarrierEnter { .. }
+            | EventKind::BarrierExit { .. }
+            | EventKind::ThreadEnd
+    )
+}
+
+impl Pass for BigFoot {
+    fn name(&self) -> &'static str {
+        "bigfoot"
+    }
+
+    fn thread_local(&self) -> Box<Local> {
+        Box::new(BfLocal::default())
+    }
+
+    fn access(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) -> Flow {
+        let EventKind::Check { loc, op, span } = ev.kind else {
+            return Flow::Forward;
+        };
+        let Some(l) = local_of(local) else {
+            return Flow::Forward;
+        };
+        l.counts.checks += 1;
+        let cur = Acc::of(t, ev, op);
+        match span {
+            CheckSpan::One => self.check_fields(t, l, loc, op, 0, cur),
+            CheckSpan::Fields(mask) => self.check_fields(t, l, loc, op, mask, cur),
+            CheckSpan::Range { hi, step, len } => {
+                l.counts.array_checks += 1;
+                let hi = hi.min(len);
+                if loc.slot < hi {
+                    let step = step.max(1);
+                    // A one-element range has step 1 (footprints merge on that).
+                    let step = if hi - loc.slot <= step { 1 } else { step };
+                    let r = Range {
+                        lo: loc.slot,
+                        hi,
+                        step,
+                        write: op == Op::Write,
+                    };
+                    Self::add_range(l, loc.obj, len, r, cur);
+                    // A footprint that stops merging (irregular indexes in a long
+                    // synchronization-free region) is committed early: checking
+                    // earlier in the same region is as legitimate and as covering
+                    // (no acquire or release since the accesses), and keeps the
+                    // footprint bounded.
+                    if l.footprint.len() >= FOOTPRINT_LIMIT {
+                        self.commit(t, l);
+                    }
+                }
+            }
+        }
+        Flow::Forward
+    }
+
+    fn event(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) {
+        if !is_sync(&ev.kind) {
+            return;
+        }
+        let Some(l) = local_of(local) else {
+            return;
+        };
+        self.commit(t, l);
+        if let EventKind::ThreadEnd = ev.kind {
+            self.totals.lock().add(&l.counts);
+            l.counts = Counts::default();
+        }
+    }
+
+    fn stats(&self) -> Option<serde_json::Value> {
+        let c = *self.totals.lock();
+        let mut v = serde_json::json!({
+            "checks": c.checks,
+            "array_checks": c.array_checks,
+            "shadow_checks": c.shadow_checks,
+            "commits": c.commits,
+            "same_epoch_checks": c.same_epoch,
+        });
+        if let (Some(o), serde_json::Value::Object(m)) = (v.as_object_mut(), self.census()) {
+            o.extend(m);
+        }
+        Some(v)
+    }
+}

@@ -1,0 +1,1266 @@
+//! STATICBF: BigFoot's static check placement over the IR (Rhodes, *Access
+//! Classification for Race Detection Optimization*, UCSC 2019, ch. 3 — the PLDI 2017
+//! paper with Flanagan and Freund: Fig. 3.7 with the R/W extension of §3.5, shadow
+//! proxies of §3.4).
+//!
+//! [`place`] rewrites a program so that its plain heap accesses need no per-access
+//! race check: it inserts [`Inst::Check`] instructions where deferred checks must
+//! run, and a run under the `bigfoot` analysis feeds FastTrack's rules with those
+//! checks instead of the accesses. Both tiers execute the placed program.
+//!
+//! # Facts (per program point, per function)
+//! A *path* names a location through locals: `obj.f`, `C.s` (static), `arr[i]`.
+//! Paths mention locals, so a fact about a path dies when one of its locals is
+//! assigned (the thesis's freshness condition, §3.3: we check before the
+//! reassignment instead of renaming; an access whose result overwrites its own
+//! object or index local gets a fresh copy of it first, [`rename_self_accesses`]).
+//! - *pending* (`acc(p,k)` of the thesis, forward, must): `p` was accessed with kind
+//!   `k` (read < write), no check since, no release since. Meet: the paths pending on
+//!   every incoming edge with the same kind.
+//! - *checked* (`chk(p,k)`, forward): `p` was checked with kind `k` since the last
+//!   release. Kept inside a block only (a sound under-approximation of the thesis's
+//!   cross-block facts: it only costs redundant checks).
+//! - *anticipated* (`ant(p,k)`, backward, must): every path from here accesses `p`
+//!   with kind ≥ `k` before any acquire. Meet: intersection with the smaller kind.
+//!
+//! # Rules (Fig. 3.7; "checks" are emitted just before the instruction)
+//! - acquire-like (monitor enter, join, volatile read; calls that may acquire): check
+//!   every pending path (an acquire ends the covering range of earlier accesses).
+//! - release-like (monitor exit, fork, volatile write; calls that may only release):
+//!   check the pending paths not anticipated after it with a kind that covers them
+//!   (the later access's check covers them; a release ends their legitimate range),
+//!   then forget pending and checked facts.
+//! - both (wait, barrier await, calls that may do both): check everything pending.
+//! - an assignment to a local: check the pending paths that mention it.
+//! - a plain access of `p` with kind `k`: nothing if `p` is checked with a kind ≥ `k`
+//!   in this block, else `p` becomes pending with the larger of the two kinds (a
+//!   write check covers reads; a read check is legitimate for both, so the emitted
+//!   check has the largest pending kind, §3.5).
+//! - a control-flow edge: check what is pending at its end but neither pending at the
+//!   target on every incoming edge nor anticipated there (critical edges are split to
+//!   give these checks a home); method exit: check everything pending.
+//!
+//! Calls are potential synchronization through kill sets ([`sync_summaries`]): a
+//! callee that may (transitively) acquire ends anticipation and forces pending checks;
+//! one that may only release kills pending and checked facts; one that does neither is
+//! transparent, so checks are deferred across it (Fig. 3.1, `movePts`).
+//!
+//! # Loops
+//! Every back edge to a loop test is rotated (the thesis rewrites `while (c) s` to
+//! `if (c) do s while (c)`, §3.5): the latch jumps to a copy of the test block, so the
+//! body is entered after at least one iteration through an edge where the body's own
+//! accesses are anticipated. A loop-carried access then has no check inside the loop
+//! and one check on the exit edge (Fig. 3.6b), provided no acquire intervenes.
+//!
+//! # Coalescing and shadow proxies (§3.4)
+//! The paths checked at one point are coalesced: the fields of one object local with
+//! one kind become one check. Per class, fields that appear in exactly the same
+//! checks (same check instructions, same kinds) form one *shadow group*: every check
+//! of one checks all, so the group needs a single shadow location and the proxy
+//! relation is symmetric, which keeps the detector address precise (§3.4).
+//!
+//! Not done (see `docs/architecture.md`, "BigFoot"): the induction-variable range
+//! facts of §3.5 (an array access in a loop is a one-element check per iteration,
+//! which the runtime's footprints coalesce into ranges, DYNAMICBF) and alias facts.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use crate::ir::*;
+
+/// A location named through locals.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+enum Path {
+    Field(Local, ClassId, u32),
+    Static(StaticId),
+    Elem(Local, Local),
+}
+
+impl Path {
+    fn mentions(self, x: Local) -> bool {
+        match self {
+            Path::Field(o, _, _) => o == x,
+            Path::Static(_) => false,
+            Path::Elem(a, i) => a == x || i == x,
+        }
+    }
+}
+
+/// Kinds: `false` = read, `true` = write (read < write).
+type Facts = BTreeMap<Path, bool>;
+
+/// How an instruction synchronizes (anything unknown counts as both, which is always safe).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Sync {
+    None,
+    Acquire,
+    Release,
+    Both,
+}
+
+impl Sync {
+    fn of(acq: bool, rel: bool) -> Sync {
+        match (acq, rel) {
+            (false, false) => Sync::None,
+            (true, false) => Sync::Acquire,
+            (false, true) => Sync::Release,
+            (true, true) => Sync::Both,
+        }
+    }
+    fn acquires(self) -> bool {
+        matches!(self, Sync::Acquire | Sync::Both)
+    }
+    fn releases(self) -> bool {
+        matches!(self, Sync::Release | Sync::Both)
+    }
+}
+
+/// What placement did, for statistics and tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// Plain heap accesses in the program text.
+    pub accesses: usize,
+    /// Check instructions inserted.
+    pub checks: usize,
+    /// Paths those checks cover (before coalescing into field groups).
+    pub checked_paths: usize,
+    /// Loop tests copied to rotate loops.
+    pub rotated_loops: usize,
+    /// Accesses in loops covered by a range check after the loop.
+    pub loop_covered: usize,
+    /// Range checks placed after loops.
+    pub loop_ranges: usize,
+}
+
+/// Per function: may it (transitively) acquire, may it release (the kill sets of
+/// Fig. 3.7's CALL rule; a `synchronized` method does both).
+pub fn sync_summaries(prog: &Program) -> Vec<(bool, bool)> {
+    let n = prog.funcs.len();
+    let mut s: Vec<(bool, bool)> = prog
+        .funcs
+        .iter()
+        .map(|f| {
+            let mut acq = f.is_synchronized;
+            let mut rel = f.is_synchronized;
+            for b in &f.blocks {
+                for i in &b.insts {
+                    match own_sync(prog, i) {
+                        Sync::None => {}
+                        k => {
+                            acq |= k.acquires();
+                            rel |= k.releases();
+                        }
+                    }
+                }
+            }
+            (acq, rel)
+        })
+        .collect();
+    // Propagate through calls to a fixed point (the call graph is explicit: CapJava
+    // has no virtual dispatch).
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for fi in 0..n {
+            let mut cur = s[fi];
+            for b in &prog.funcs[fi].blocks {
+                for i in &b.insts {
+                    if let Inst::Call { func, .. } = i {
+                        let c = s[func.index()];
+                        cur = (cur.0 | c.0, cur.1 | c.1);
+                    }
+                }
+            }
+            if cur != s[fi] {
+                s[fi] = cur;
+                changed = true;
+            }
+        }
+    }
+    s
+}
+
+/// The synchronization an instruction itself performs (calls excluded).
+fn own_sync(prog: &Program, inst: &Inst) -> Sync {
+    match inst {
+        Inst::MonitorEnter { .. } | Inst::Join { .. } => Sync::Acquire,
+        Inst::MonitorExit { .. } | Inst::Fork { .. } => Sync::Release,
+        Inst::Wait { .. } | Inst::BarrierAwait { .. } => Sync::Both,
+        Inst::GetField { field, .. } if prog.field(*field).is_volatile => Sync::Acquire,
+        Inst::PutField { field, .. } if prog.field(*field).is_volatile => Sync::Release,
+        Inst::GetStatic { field, .. } if prog.static_field(*field).is_volatile => Sync::Acquire,
+        Inst::PutStatic { field, .. } if prog.static_field(*field).is_volatile => Sync::Release,
+        _ => Sync::None,
+    }
+}
+
+struct Ctx<'p> {
+    prog: &'p Program,
+    kills: &'p [(bool, bool)],
+    /// Accesses of this function that a loop's range check covers
+    /// ([`coalesce_loops`]): (block, instruction).
+    covered: HashSet<(usize, usize)>,
+}
+
+impl Ctx<'_> {
+    fn sync(&self, inst: &Inst) -> Sync {
+        match inst {
+            Inst::Call { func, .. } => {
+                let (a, r) = self.kills[func.index()];
+                Sync::of(a, r)
+            }
+            _ => own_sync(self.prog, inst),
+        }
+    }
+
+    /// The plain access instruction `i` of block `b` performs and placement must
+    /// check: its path and kind (none for accesses a loop's range check covers).
+    fn access_at(&self, b: usize, i: usize, inst: &Inst) -> Option<(Path, bool)> {
+        if self.covered.contains(&(b, i)) {
+            return None;
+        }
+        self.access(inst)
+    }
+
+    /// The plain access an instruction performs: its path and kind.
+    fn access(&self, inst: &Inst) -> Option<(Path, bool)> {
+        let prog = self.prog;
+        match inst {
+            Inst::GetField { obj, field, .. } if !prog.field(*field).is_volatile => {
+                Some((Path::Field(*obj, field.class, field.index), false))
+            }
+            Inst::PutField { obj, field, .. } if !prog.field(*field).is_volatile => {
+                Some((Path::Field(*obj, field.class, field.index), true))
+            }
+            Inst::GetStatic { field, .. } if !prog.static_field(*field).is_volatile => {
+                Some((Path::Static(*field), false))
+            }
+            Inst::PutStatic { field, .. } if !prog.static_field(*field).is_volatile => {
+                Some((Path::Static(*field), true))
+            }
+            Inst::ArrayLoad { arr, index, .. } => Some((Path::Elem(*arr, *index), false)),
+            Inst::ArrayStore { arr, index, .. } => Some((Path::Elem(*arr, *index), true)),
+            _ => None,
+        }
+    }
+}
+
+/// The local an instruction assigns.
+fn dst_of(inst: &Inst) -> Option<Local> {
+    match inst {
+        Inst::Const { dst, .. }
+        | Inst::Copy { dst, .. }
+        | Inst::Unary { dst, .. }
+        | Inst::Binary { dst, .. }
+        | Inst::Convert { dst, .. }
+        | Inst::GetField { dst, .. }
+        | Inst::GetStatic { dst, .. }
+        | Inst::ArrayLoad { dst, .. }
+        | Inst::ArrayLength { dst, .. }
+        | Inst::New { dst, .. }
+        | Inst::NewArray { dst, .. }
+        | Inst::Fork { dst, .. }
+        | Inst::ThreadId { dst }
+        | Inst::NewBarrier { dst, .. }
+        | Inst::Math { dst, .. } => Some(*dst),
+        Inst::Call { dst, .. } => *dst,
+        _ => None,
+    }
+}
+
+fn successors(t: &Terminator) -> Vec<BlockId> {
+    match t {
+        Terminator::Jump(b) => vec![*b],
+        Terminator::Branch {
+            then_to, else_to, ..
+        } => {
+            if then_to == else_to {
+                vec![*then_to]
+            } else {
+                vec![*then_to, *else_to]
+            }
+        }
+        Terminator::Return(_) | Terminator::Unreachable => Vec::new(),
+    }
+}
+
+/// Place BigFoot checks in every function of `prog`; returns the placed program and
+/// what placement did.
+pub fn place(prog: &Program) -> (Program, Placement) {
+    let kills = sync_summaries(prog);
+    let mut out = prog.clone();
+    let mut stats = Placement::default();
+    let mut raw: Vec<Vec<RawCheck>> = Vec::with_capacity(prog.funcs.len());
+    for f in out.funcs.iter_mut() {
+        let mut cx = Ctx {
+            prog,
+            kills: &kills,
+            covered: HashSet::new(),
+        };
+        rename_self_accesses(f);
+        cx.covered = coalesce_loops(&cx, f, &mut stats);
+        stats.rotated_loops += rotate_loops(f);
+        raw.push(place_function(&cx, f, &mut stats));
+    }
+    let groups = shadow_groups(prog, &raw);
+    for (f, checks) in out.funcs.iter_mut().zip(raw) {
+        emit(f, checks, &groups, &mut stats);
+    }
+    (out, stats)
+}
+
+/// `x = x.f` / `x = x[i]` / `i = a[i]`: read the object (index) through a fresh copy,
+/// so the access's path survives the assignment of its result.
+fn rename_self_accesses(f: &mut Function) {
+    for bi in 0..f.blocks.len() {
+        let insts = std::mem::take(&mut f.blocks[bi].insts);
+        let mut out = Vec::with_capacity(insts.len());
+        for mut inst in insts {
+            match &mut inst {
+                Inst::GetField { dst, obj, .. } if dst == obj => {
+                    let fresh = fresh_local(f, *obj);
+                    out.push(Inst::Copy {
+                        dst: fresh,
+                        src: *obj,
+                    });
+                    *obj = fresh;
+                }
+                Inst::ArrayLoad {
+                    dst, arr, index, ..
+                } if dst == arr || dst == index => {
+                    for l in [arr, index] {
+                        if *l == *dst {
+                            let fresh = fresh_local(f, *l);
+                            out.push(Inst::Copy {
+                                dst: fresh,
+                                src: *l,
+                            });
+                            *l = fresh;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            out.push(inst);
+        }
+        f.blocks[bi].insts = out;
+    }
+}
+
+fn fresh_local(f: &mut Function, like: Local) -> Local {
+    let ty = f.locals[like.index()].ty.clone();
+    f.locals.push(LocalDecl { name: None, ty });
+    Local(f.locals.len() as u32 - 1)
+}
+
+/// Loop tests that may be copied (larger ones are left alone: correct, more checks).
+const MAX_ROTATED_TEST: usize = 16;
+
+/// Rotate every loop whose back edge is a plain jump to a conditional test block:
+/// the latch jumps to a copy of the test. Returns how many tests were copied.
+fn rotate_loops(f: &mut Function) -> usize {
+    let back = back_edges(f);
+    let mut copies: HashMap<BlockId, BlockId> = HashMap::new();
+    let mut n = 0;
+    for (from, to) in back {
+        let header = &f.blocks[to.index()];
+        let is_test = matches!(header.term, Terminator::Branch { .. });
+        let plain_jump = matches!(f.blocks[from.index()].term, Terminator::Jump(t) if t == to);
+        if !is_test || !plain_jump || header.insts.len() > MAX_ROTATED_TEST || from == to {
+            continue;
+        }
+        let copy = *copies.entry(to).or_insert_with(|| {
+            n += 1;
+            f.blocks.push(f.blocks[to.index()].clone());
+            BlockId(f.blocks.len() as u32 - 1)
+        });
+        f.blocks[from.index()].term = Terminator::Jump(copy);
+    }
+    n
+}
+
+/// Retreating edges of a depth-first search from the entry (the back edges of the
+/// lowering's structured loops).
+fn back_edges(f: &Function) -> Vec<(BlockId, BlockId)> {
+    let n = f.blocks.len();
+    let mut state = vec![0u8; n]; // 0 new, 1 on stack, 2 done
+    let mut out = Vec::new();
+    let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
+    state[0] = 1;
+    while let Some(&mut (b, ref mut next)) = stack.last_mut() {
+        let succ = successors(&f.blocks[b].term);
+        if *next < succ.len() {
+            let s = succ[*next].index();
+            *next += 1;
+            match state[s] {
+                0 => {
+                    state[s] = 1;
+                    stack.push((s, 0));
+                }
+                1 => out.push((BlockId(b as u32), BlockId(s as u32))),
+                _ => {}
+            }
+        } else {
+            state[b] = 2;
+            stack.pop();
+        }
+    }
+    out
+}
+
+/// A check to insert: before instruction `at` of `block` (`at == insts.len()`: at the
+/// end of the block), or on the edge `block → to` (split).
+#[derive(Clone, Debug)]
+struct RawCheck {
+    block: usize,
+    at: usize,
+    edge_to: Option<BlockId>,
+    paths: Vec<(Path, bool)>,
+    site: SiteId,
+}
+
+/// Whether `ant` discharges a pending `(p, k)`: a later access of kind ≥ `k`.
+fn discharged(ant: &Facts, p: &Path, k: bool) -> bool {
+    ant.get(p).is_some_and(|a| *a >= k)
+}
+
+/// Must-meet of pending facts: present on every side with the same kind.
+fn meet_same(a: &Facts, b: &Facts) -> Facts {
+    a.iter()
+        .filter(|(p, k)| b.get(p) == Some(k))
+        .map(|(p, k)| (*p, *k))
+        .collect()
+}
+
+/// Must-meet of anticipated facts: present on every side, the smaller kind.
+fn meet_min(a: &Facts, b: &Facts) -> Facts {
+    a.iter()
+        .filter_map(|(p, k)| b.get(p).map(|k2| (*p, *k && *k2)))
+        .collect()
+}
+
+fn remove_mentions(f: &mut Facts, x: Local) {
+    f.retain(|p, _| !p.mentions(x));
+}
+
+/// The site a check reports: the first access of its paths in the block, else `fallback`.
+fn place_function(cx: &Ctx<'_>, f: &Function, stats: &mut Placement) -> Vec<RawCheck> {
+    let n = f.blocks.len();
+    let succs: Vec<Vec<BlockId>> = f.blocks.iter().map(|b| successors(&b.term)).collect();
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (b, ss) in succs.iter().enumerate() {
+        for s in ss {
+            preds[s.index()].push(b);
+        }
+    }
+    let order = reverse_postorder(&succs);
+    let reachable: BTreeSet<usize> = order.iter().copied().collect();
+
+    // Backward: anticipated facts at each block entry (None = not yet computed, top).
+    let mut ant_in: Vec<Option<Facts>> = vec![None; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in order.iter().rev() {
+            let mut a = ant_out(&succs[b], &ant_in, &f.blocks[b].term);
+            for (i, inst) in f.blocks[b].insts.iter().enumerate().rev() {
+                ant_step(cx, b, i, inst, &mut a);
+            }
+            if ant_in[b].as_ref() != Some(&a) {
+                ant_in[b] = Some(a);
+                changed = true;
+            }
+        }
+    }
+
+    // Forward: pending facts at each block entry and exit.
+    let mut pend_in: Vec<Option<Facts>> = vec![None; n];
+    let mut pend_out: Vec<Option<Facts>> = vec![None; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in &order {
+            let inn = if b == 0 {
+                Facts::new()
+            } else {
+                let mut acc: Option<Facts> = None;
+                for &p in &preds[b] {
+                    if let Some(o) = &pend_out[p] {
+                        acc = Some(match acc {
+                            None => o.clone(),
+                            Some(a) => meet_same(&a, o),
+                        });
+                    }
+                }
+                acc.unwrap_or_default()
+            };
+            let (out, _) = forward_block(cx, f, b, &inn, &succs, &ant_in, None);
+            if pend_in[b].as_ref() != Some(&inn) || pend_out[b].as_ref() != Some(&out) {
+                pend_in[b] = Some(inn);
+                pend_out[b] = Some(out);
+                changed = true;
+            }
+        }
+    }
+
+    // Emission: the checks inside each block, then on its outgoing edges.
+    let mut checks = Vec::new();
+    for &b in &order {
+        let inn = pend_in[b].clone().unwrap_or_default();
+        let (out, inner) = forward_block(cx, f, b, &inn, &succs, &ant_in, Some(stats));
+        checks.extend(inner);
+        let block = &f.blocks[b];
+        let fallback = block_site(block).unwrap_or(f.site);
+        if succs[b].is_empty() {
+            // Method exit: everything pending.
+            if !out.is_empty() {
+                checks.push(RawCheck {
+                    block: b,
+                    at: block.insts.len(),
+                    edge_to: None,
+                    paths: out.into_iter().collect(),
+                    site: fallback,
+                });
+            }
+            continue;
+        }
+        for s in &succs[b] {
+            if !reachable.contains(&s.index()) {
+                continue;
+            }
+            let target_in = pend_in[s.index()].clone().unwrap_or_default();
+            let target_ant = ant_in[s.index()].clone().unwrap_or_default();
+            let paths: Vec<(Path, bool)> = out
+                .iter()
+                .filter(|(p, k)| target_in.get(p) != Some(k) && !discharged(&target_ant, p, **k))
+                .map(|(p, k)| (*p, *k))
+                .collect();
+            if paths.is_empty() {
+                continue;
+            }
+            let edge_to = (succs[b].len() > 1).then_some(*s);
+            checks.push(RawCheck {
+                block: b,
+                at: block.insts.len(),
+                edge_to,
+                paths,
+                site: fallback,
+            });
+        }
+    }
+    checks
+}
+
+fn block_site(b: &Block) -> Option<SiteId> {
+    b.insts.iter().rev().find_map(|i| match i {
+        Inst::GetField { site, .. }
+        | Inst::PutField { site, .. }
+        | Inst::GetStatic { site, .. }
+        | Inst::PutStatic { site, .. }
+        | Inst::ArrayLoad { site, .. }
+        | Inst::ArrayStore { site, .. } => Some(*site),
+        _ => None,
+    })
+}
+
+fn reverse_postorder(succs: &[Vec<BlockId>]) -> Vec<usize> {
+    let n = succs.len();
+    let mut seen = vec![false; n];
+    let mut post = Vec::with_capacity(n);
+    let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
+    seen[0] = true;
+    while let Some(&mut (b, ref mut next)) = stack.last_mut() {
+        if *next < succs[b].len() {
+            let s = succs[b][*next].index();
+            *next += 1;
+            if !seen[s] {
+                seen[s] = true;
+                stack.push((s, 0));
+            }
+        } else {
+            post.push(b);
+            stack.pop();
+        }
+    }
+    post.reverse();
+    post
+}
+
+/// Anticipated facts at the end of a block: the meet over its successors' entries
+/// (a return anticipates nothing).
+fn ant_out(succs: &[BlockId], ant_in: &[Option<Facts>], term: &Terminator) -> Facts {
+    if matches!(term, Terminator::Return(_) | Terminator::Unreachable) {
+        return Facts::new();
+    }
+    let mut acc: Option<Facts> = None;
+    for s in succs {
+        // An uncomputed successor is top: it constrains nothing yet.
+        if let Some(a) = &ant_in[s.index()] {
+            acc = Some(match acc {
+                None => a.clone(),
+                Some(x) => meet_min(&x, a),
+            });
+        }
+    }
+    acc.unwrap_or_default()
+}
+
+/// One instruction, backward: anticipated before it from anticipated after it.
+fn ant_step(cx: &Ctx<'_>, b: usize, i: usize, inst: &Inst, a: &mut Facts) {
+    let sync = cx.sync(inst);
+    if sync.acquires() {
+        a.clear();
+        return;
+    }
+    if let Some(x) = dst_of(inst) {
+        remove_mentions(a, x);
+    }
+    if let Some((p, k)) = cx.access_at(b, i, inst) {
+        let e = a.entry(p).or_insert(k);
+        *e |= k;
+    }
+}
+
+/// One block, forward, from the pending facts at its entry: the pending facts at its
+/// end and the checks inside it. With `stats`, count accesses and redundant ones.
+fn forward_block(
+    cx: &Ctx<'_>,
+    f: &Function,
+    b: usize,
+    inn: &Facts,
+    succs: &[Vec<BlockId>],
+    ant_in: &[Option<Facts>],
+    mut stats: Option<&mut Placement>,
+) -> (Facts, Vec<RawCheck>) {
+    let block = &f.blocks[b];
+    // Anticipated after each instruction, from the block's end backward.
+    let mut after: Vec<Facts> = vec![Facts::new(); block.insts.len()];
+    let mut a = ant_out(&succs[b], ant_in, &block.term);
+    for (i, inst) in block.insts.iter().enumerate().rev() {
+        after[i] = a.clone();
+        ant_step(cx, b, i, inst, &mut a);
+    }
+    let mut pending = inn.clone();
+    let mut checked = Facts::new();
+    // This block's own accesses since the last kill: only they become checked facts,
+    // so the block's result is monotone in its entry facts (the fixpoint terminates).
+    let mut local = Facts::new();
+    let mut out = Vec::new();
+    for (i, inst) in block.insts.iter().enumerate() {
+        let sync = cx.sync(inst);
+        let dst = dst_of(inst);
+        let mut here: Vec<(Path, bool)> = Vec::new();
+        match sync {
+            Sync::None => {}
+            Sync::Acquire | Sync::Both => here.extend(pending.iter().map(|(p, k)| (*p, *k))),
+            Sync::Release => {
+                // Anticipation across the release, for paths that keep their meaning.
+                let mut ant = after[i].clone();
+                if let Some(x) = dst {
+                    remove_mentions(&mut ant, x);
+                }
+                here.extend(
+                    pending
+                        .iter()
+                        .filter(|(p, k)| !discharged(&ant, p, **k))
+                        .map(|(p, k)| (*p, *k)),
+                );
+            }
+        }
+        if let Some(x) = dst {
+            for (p, k) in &pending {
+                if p.mentions(x) && !here.iter().any(|(q, _)| q == p) {
+                    here.push((*p, *k));
+                }
+            }
+        }
+        for (p, _) in &here {
+            pending.remove(p);
+            if let Some(k) = local.get(p) {
+                let e = checked.entry(*p).or_insert(*k);
+                *e |= *k;
+            }
+        }
+        if !here.is_empty() {
+            out.push(RawCheck {
+                block: b,
+                at: i,
+                edge_to: None,
+                site: site_of(cx, inst).unwrap_or(f.site),
+                paths: here,
+            });
+        }
+        match sync {
+            Sync::None => {}
+            Sync::Acquire => {
+                pending.clear();
+                local.clear();
+            }
+            Sync::Release | Sync::Both => {
+                pending.clear();
+                checked.clear();
+                local.clear();
+            }
+        }
+        if let Some(x) = dst {
+            remove_mentions(&mut pending, x);
+            remove_mentions(&mut checked, x);
+            remove_mentions(&mut local, x);
+        }
+        if let Some(s) = stats.as_deref_mut()
+            && cx.access(inst).is_some()
+        {
+            s.accesses += 1;
+        }
+        if let Some((p, k)) = cx.access_at(b, i, inst) {
+            if checked.get(&p).is_some_and(|c| *c >= k) {
+                continue;
+            }
+            let e = pending.entry(p).or_insert(k);
+            *e |= k;
+            let e = local.entry(p).or_insert(k);
+            *e |= k;
+        }
+    }
+    (pending, out)
+}
+
+fn site_of(cx: &Ctx<'_>, inst: &Inst) -> Option<SiteId> {
+    let _ = cx;
+    match inst {
+        Inst::Binary { site, .. }
+        | Inst::GetField { site, .. }
+        | Inst::PutField { site, .. }
+        | Inst::GetStatic { site, .. }
+        | Inst::PutStatic { site, .. }
+        | Inst::ArrayLoad { site, .. }
+        | Inst::ArrayStore { site, .. }
+        | Inst::ArrayLength { site, .. }
+        | Inst::New { site, .. }
+        | Inst::NewArray { site, .. }
+        | Inst::Call { site, .. }
+        | Inst::Fork { site, .. }
+        | Inst::Join { site, .. }
+        | Inst::MonitorEnter { site, .. }
+        | Inst::MonitorExit { site, .. }
+        | Inst::Wait { site, .. }
+        | Inst::Notify { site, .. }
+        | Inst::NewBarrier { site, .. }
+        | Inst::BarrierAwait { site, .. }
+        | Inst::SpecBegin { site, .. }
+        | Inst::SpecEnd { site, .. }
+        | Inst::Print { site, .. }
+        | Inst::Assert { site, .. }
+        | Inst::Check { site, .. } => Some(*site),
+        _ => None,
+    }
+}
+
+/// Where a field is checked: (function, check, object local, kind).
+type Appearance = (usize, usize, u32, bool);
+
+/// Per class, each field's shadow group: fields that appear in exactly the same
+/// coalesced checks with the same kinds share one group (symmetric proxies, §3.4).
+/// Returns, per class, the representative slot of each field.
+fn shadow_groups(prog: &Program, raw: &[Vec<RawCheck>]) -> Vec<Vec<u32>> {
+    // signature[class][field] = the (function, check, object local, kind) it appears in.
+    let mut sig: Vec<Vec<Vec<Appearance>>> = prog
+        .classes
+        .iter()
+        .map(|c| vec![Vec::new(); c.fields.len()])
+        .collect();
+    for (fi, checks) in raw.iter().enumerate() {
+        for (ci, c) in checks.iter().enumerate() {
+            for (p, k) in &c.paths {
+                if let Path::Field(o, class, idx) = p {
+                    sig[class.index()][*idx as usize].push((fi, ci, o.0, *k));
+                }
+            }
+        }
+    }
+    sig.into_iter()
+        .map(|fields| {
+            let mut rep: Vec<u32> = (0..fields.len() as u32).collect();
+            let mut first: HashMap<&Vec<Appearance>, u32> = HashMap::new();
+            for (i, s) in fields.iter().enumerate() {
+                if s.is_empty() || i >= 64 {
+                    continue;
+                }
+                let r = *first.entry(s).or_insert(i as u32);
+                rep[i] = r;
+            }
+            rep
+        })
+        .collect()
+}
+
+/// Insert the checks of one function (splitting edges as needed), coalesced.
+fn emit(f: &mut Function, checks: Vec<RawCheck>, groups: &[Vec<u32>], stats: &mut Placement) {
+    // Each path's check reports the site of its first access (so warnings on
+    // different locations have different sites and are not folded together).
+    let mut sites: HashMap<Path, SiteId> = HashMap::new();
+    for b in &f.blocks {
+        for i in &b.insts {
+            if let Some((p, site)) = raw_path(i) {
+                sites.entry(p).or_insert(site);
+            }
+        }
+    }
+    // Edge checks get a block of their own on the edge.
+    let mut inside: BTreeMap<(usize, usize), Vec<RawCheck>> = BTreeMap::new();
+    for c in checks {
+        match c.edge_to {
+            None => inside.entry((c.block, c.at)).or_default().push(c),
+            Some(to) => {
+                let split = BlockId(f.blocks.len() as u32);
+                let insts = coalesce(&c.paths, c.site, groups, &sites, stats);
+                f.blocks.push(Block {
+                    insts,
+                    term: Terminator::Jump(to),
+                });
+                if let Terminator::Branch {
+                    then_to, else_to, ..
+                } = &mut f.blocks[c.block].term
+                {
+                    if *then_to == to {
+                        *then_to = split;
+                    } else if *else_to == to {
+                        *else_to = split;
+                    }
+                }
+            }
+        }
+    }
+    // Insert from the back of each block so earlier positions stay valid.
+    for ((b, at), cs) in inside.into_iter().rev() {
+        let mut insts = Vec::new();
+        for c in cs {
+            insts.extend(coalesce(&c.paths, c.site, groups, &sites, stats));
+        }
+        let block = &mut f.blocks[b];
+        block.insts.splice(at..at, insts);
+    }
+}
+
+/// The path and site of an access instruction (volatile ones included: only used to
+/// find the sites of paths that are checked, which are never volatile).
+fn raw_path(inst: &Inst) -> Option<(Path, SiteId)> {
+    match *inst {
+        Inst::GetField {
+            obj, field, site, ..
+        }
+        | Inst::PutField {
+            obj, field, site, ..
+        } => Some((Path::Field(obj, field.class, field.index), site)),
+        Inst::GetStatic { field, site, .. } | Inst::PutStatic { field, site, .. } => {
+            Some((Path::Static(field), site))
+        }
+        Inst::ArrayLoad {
+            arr, index, site, ..
+        }
+        | Inst::ArrayStore {
+            arr, index, site, ..
+        } => Some((Path::Elem(arr, index), site)),
+        _ => None,
+    }
+}
+
+/// One check instruction per object local, kind and shadow group (reporting the
+/// site of the group's first path), per static and per element.
+fn coalesce(
+    paths: &[(Path, bool)],
+    fallback: SiteId,
+    groups: &[Vec<u32>],
+    sites: &HashMap<Path, SiteId>,
+    stats: &mut Placement,
+) -> Vec<Inst> {
+    stats.checked_paths += paths.len();
+    let site_of = |p: &Path| sites.get(p).copied().unwrap_or(fallback);
+    let mut fields: BTreeMap<(Local, ClassId, bool, u32), (u64, SiteId)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (p, k) in paths {
+        let site = site_of(p);
+        match *p {
+            Path::Field(o, class, idx) => {
+                let rep = groups[class.index()][idx as usize];
+                let bit = if idx < 64 { 1u64 << idx } else { 0 };
+                fields.entry((o, class, *k, rep)).or_insert((0, site)).0 |= bit;
+            }
+            Path::Static(field) => out.push(Inst::Check {
+                target: CheckTarget::Static { field },
+                write: *k,
+                site,
+            }),
+            Path::Elem(arr, index) => out.push(Inst::Check {
+                target: CheckTarget::Elem { arr, index },
+                write: *k,
+                site,
+            }),
+        }
+    }
+    for ((obj, class, write, rep), (mask, site)) in fields {
+        out.push(Inst::Check {
+            target: CheckTarget::Fields {
+                obj,
+                class,
+                groups: vec![(rep, mask)],
+            },
+            write,
+            site,
+        });
+    }
+    stats.checks += out.len();
+    out
+}
+
+/// The loop range checks of §3.5 for the simplest induction pattern (Fig. 3.6b):
+/// in a loop with no synchronization at all whose only exit is its test, an element
+/// access `a[i + c]` (`c` a constant or a local the loop does not assign; `a` not
+/// assigned in the loop; `i` the loop's
+/// induction variable, assigned only by `i = i + k` with a constant `k > 0` in the
+/// latch) that runs in every iteration before the increment touches exactly
+/// `a[i0 + c .. i + c : k]` when the loop exits, `i0` being `i` on entry. Such accesses
+/// get no per-iteration check: one range check per array and offset (one step-1
+/// range when the offsets are `c0 .. c0 + k - 1` with one kind) on the exit edge, and
+/// `i0` is copied at the end of the preheader. Returns the covered accesses.
+///
+/// Precise: no acquire lies between the accesses and the check (the loop has no
+/// synchronization), which covers them; every index of the range was accessed with
+/// a kind at least the check's, with no release between, which makes it legitimate.
+fn coalesce_loops(
+    cx: &Ctx<'_>,
+    f: &mut Function,
+    stats: &mut Placement,
+) -> HashSet<(usize, usize)> {
+    let mut covered = HashSet::new();
+    let headers: Vec<(BlockId, Vec<BlockId>)> = {
+        let mut by_header: BTreeMap<BlockId, Vec<BlockId>> = BTreeMap::new();
+        for (from, to) in back_edges(f) {
+            by_header.entry(to).or_default().push(from);
+        }
+        by_header.into_iter().collect()
+    };
+    for (h, latches) in headers {
+        if let [l] = latches[..] {
+            coalesce_loop(cx, f, h.index(), l.index(), &mut covered, stats);
+        }
+    }
+    covered
+}
+
+/// Definitions of each local: (block, instruction) positions.
+fn defs_in(
+    f: &Function,
+    blocks: impl Iterator<Item = usize>,
+) -> HashMap<Local, Vec<(usize, usize)>> {
+    let mut d: HashMap<Local, Vec<(usize, usize)>> = HashMap::new();
+    for b in blocks {
+        for (i, inst) in f.blocks[b].insts.iter().enumerate() {
+            if let Some(x) = dst_of(inst) {
+                d.entry(x).or_default().push((b, i));
+            }
+        }
+    }
+    d
+}
+
+/// The value of `c` if its only definition in the function is an int constant.
+fn const_of(all: &HashMap<Local, Vec<(usize, usize)>>, f: &Function, c: Local) -> Option<i64> {
+    match all.get(&c).map(Vec::as_slice) {
+        Some([(b, i)]) => match f.blocks[*b].insts[*i] {
+            Inst::Const {
+                value: Const::Int(v),
+                ..
+            } => Some(v),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn coalesce_loop(
+    cx: &Ctx<'_>,
+    f: &mut Function,
+    h: usize,
+    l: usize,
+    covered: &mut HashSet<(usize, usize)>,
+    stats: &mut Placement,
+) {
+    let n = f.blocks.len();
+    let succs: Vec<Vec<BlockId>> = f.blocks.iter().map(|b| successors(&b.term)).collect();
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (b, ss) in succs.iter().enumerate() {
+        for s in ss {
+            preds[s.index()].push(b);
+        }
+    }
+    // The natural loop of the back edge l → h.
+    let mut body: BTreeSet<usize> = [h, l].into_iter().collect();
+    let mut work = vec![l];
+    while let Some(b) = work.pop() {
+        if b == h {
+            continue;
+        }
+        for &p in &preds[b] {
+            if body.insert(p) {
+                work.push(p);
+            }
+        }
+    }
+    if !matches!(f.blocks[l].term, Terminator::Jump(t) if t.index() == h) || l == h {
+        return;
+    }
+    let Terminator::Branch {
+        then_to, else_to, ..
+    } = f.blocks[h].term
+    else {
+        return;
+    };
+    let (entry, exit) = match (
+        body.contains(&then_to.index()),
+        body.contains(&else_to.index()),
+    ) {
+        (true, false) => (then_to.index(), else_to),
+        (false, true) => (else_to.index(), then_to),
+        _ => return,
+    };
+    // The test is the only exit; no synchronization anywhere in the loop.
+    for &b in &body {
+        if b != h && succs[b].iter().any(|s| !body.contains(&s.index())) {
+            return;
+        }
+        if matches!(
+            f.blocks[b].term,
+            Terminator::Return(_) | Terminator::Unreachable
+        ) {
+            return;
+        }
+        if f.blocks[b].insts.iter().any(|i| cx.sync(i) != Sync::None) {
+            return;
+        }
+    }
+    let outside: Vec<usize> = preds[h]
+        .iter()
+        .copied()
+        .filter(|p| !body.contains(p))
+        .collect();
+    let [pre] = outside[..] else {
+        return;
+    };
+    if !matches!(f.blocks[pre].term, Terminator::Jump(t) if t.index() == h) {
+        return;
+    }
+    let all_defs = defs_in(f, 0..n);
+    let loop_defs = defs_in(f, body.iter().copied());
+    // The induction variable: `i = t` in the latch, `t = i + c` before it there.
+    // (`i++` lowers to `t = i + 1; i = t`, `i = i + k` to one instruction.)
+    let mut ind: Option<(Local, usize, i64)> = None;
+    for (i, inst) in f.blocks[l].insts.iter().enumerate() {
+        let (dst, ti) = match *inst {
+            Inst::Copy { dst, src } => match loop_defs.get(&src).map(Vec::as_slice) {
+                Some([(tb, ti)]) if *tb == l && *ti < i => (dst, *ti),
+                _ => continue,
+            },
+            Inst::Binary { dst, .. } => (dst, i),
+            _ => continue,
+        };
+        if loop_defs.get(&dst).map(Vec::len) != Some(1) {
+            continue;
+        }
+        if let Inst::Binary {
+            op: BinOp::IAdd,
+            lhs,
+            rhs,
+            ..
+        } = f.blocks[l].insts[ti]
+        {
+            let c = if lhs == dst {
+                rhs
+            } else if rhs == dst {
+                lhs
+            } else {
+                continue;
+            };
+            if let Some(k) = const_of(&all_defs, f, c).filter(|k| (1..=1 << 20).contains(k)) {
+                ind = Some((dst, i, k));
+                break;
+            }
+        }
+    }
+    let Some((iv, inc_at, step)) = ind else {
+        return;
+    };
+    // Blocks that run in every iteration before the latch: they dominate it inside
+    // the loop (removing them disconnects the body's entry from the latch).
+    let dominates_latch = |d: usize| -> bool {
+        if d == l || d == entry {
+            return true;
+        }
+        let mut seen: HashSet<usize> = [d, h].into_iter().collect();
+        let mut work = vec![entry];
+        seen.insert(entry);
+        while let Some(b) = work.pop() {
+            if b == l {
+                return false;
+            }
+            for s in &succs[b] {
+                let s = s.index();
+                if body.contains(&s) && seen.insert(s) {
+                    work.push(s);
+                }
+            }
+        }
+        true
+    };
+    // Candidate accesses: (array, offset) → (write?, positions, site).
+    // The offset of an index from `i`: a loop-invariant local (or none) plus a constant.
+    type Ranges = BTreeMap<(Local, Option<Local>, i64), (bool, Vec<(usize, usize)>, SiteId)>;
+    let mut ranges: Ranges = BTreeMap::new();
+    for &b in &body {
+        if b == h || !dominates_latch(b) {
+            continue;
+        }
+        for (i, inst) in f.blocks[b].insts.iter().enumerate() {
+            if b == l && i >= inc_at {
+                break;
+            }
+            let (arr, index, write, site) = match *inst {
+                Inst::ArrayLoad {
+                    arr, index, site, ..
+                } => (arr, index, false, site),
+                Inst::ArrayStore {
+                    arr, index, site, ..
+                } => (arr, index, true, site),
+                _ => continue,
+            };
+            if loop_defs.contains_key(&arr) {
+                continue;
+            }
+            let offset = if index == iv {
+                Some((None, 0))
+            } else {
+                match loop_defs.get(&index).map(Vec::as_slice) {
+                    Some([(db, di)]) if *db == b && *di < i => match f.blocks[b].insts[*di] {
+                        Inst::Binary { op, lhs, rhs, .. } => {
+                            // A constant, or a local the loop does not assign.
+                            let off = |x: Local| match const_of(&all_defs, f, x) {
+                                Some(v) if v.abs() <= 1 << 20 => Some((None, v)),
+                                Some(_) => None,
+                                None if x != iv && !loop_defs.contains_key(&x) => {
+                                    Some((Some(x), 0))
+                                }
+                                None => None,
+                            };
+                            match op {
+                                BinOp::IAdd if lhs == iv => off(rhs),
+                                BinOp::IAdd if rhs == iv => off(lhs),
+                                BinOp::ISub if lhs == iv => const_of(&all_defs, f, rhs)
+                                    .filter(|v| v.abs() <= 1 << 20)
+                                    .map(|v| (None, -v)),
+                                _ => None,
+                            }
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            };
+            let Some((base, offset)) = offset else {
+                continue;
+            };
+            let e = ranges
+                .entry((arr, base, offset))
+                .or_insert((write, Vec::new(), site));
+            e.0 |= write;
+            e.1.push((b, i));
+        }
+    }
+    if ranges.is_empty() {
+        return;
+    }
+    // i0 = i at the end of the preheader.
+    let i0 = fresh_local(f, iv);
+    f.blocks[pre].insts.push(Inst::Copy { dst: i0, src: iv });
+    // The range checks, on a block of their own on the exit edge.
+    let mut insts = Vec::new();
+    type ByArray = BTreeMap<(Local, Option<Local>), Vec<(i64, bool, SiteId)>>;
+    let mut by_array: ByArray = BTreeMap::new();
+    for ((arr, base, off), (write, pos, site)) in &ranges {
+        by_array
+            .entry((*arr, *base))
+            .or_default()
+            .push((*off, *write, *site));
+        covered.extend(pos.iter().copied());
+        stats.loop_covered += pos.len();
+    }
+    for ((arr, base), offs) in by_array {
+        let first = offs[0];
+        let contiguous = offs.len() as i64 == step
+            && offs.iter().all(|o| o.1 == first.1)
+            && offs
+                .iter()
+                .enumerate()
+                .all(|(j, o)| o.0 == first.0 + j as i64);
+        let emitted: Vec<(i64, bool, SiteId, u32)> = if contiguous {
+            vec![(first.0, first.1, first.2, 1)]
+        } else {
+            offs.iter()
+                .map(|(o, w, s)| (*o, *w, *s, step as u32))
+                .collect()
+        };
+        for (off, write, site, st) in emitted {
+            // lo = i0 + base + off, hi = i + base + off.
+            let (mut lo, mut hi) = (i0, iv);
+            let mut add = |f: &mut Function, insts: &mut Vec<Inst>, x: Local| {
+                let (l2, h2) = (fresh_local(f, iv), fresh_local(f, iv));
+                for (d, from) in [(l2, lo), (h2, hi)] {
+                    insts.push(Inst::Binary {
+                        dst: d,
+                        op: BinOp::IAdd,
+                        lhs: from,
+                        rhs: x,
+                        site,
+                    });
+                }
+                (lo, hi) = (l2, h2);
+            };
+            if let Some(x) = base {
+                add(f, &mut insts, x);
+            }
+            if off != 0 {
+                let c = fresh_local(f, iv);
+                insts.push(Inst::Const {
+                    dst: c,
+                    value: Const::Int(off),
+                });
+                add(f, &mut insts, c);
+            }
+            insts.push(Inst::Check {
+                target: CheckTarget::Range {
+                    arr,
+                    lo,
+                    hi,
+                    step: st,
+                },
+                write,
+                site,
+            });
+            stats.loop_ranges += 1;
+            stats.checks += 1;
+        }
+    }
+    let split = BlockId(f.blocks.len() as u32);
+    f.blocks.push(Block {
+        insts,
+        term: Terminator::Jump(exit),
+    });
+    if let Terminator::Branch {
+        then_to, else_to, ..
+    } = &mut f.blocks[h].term
+    {
+        if *then_to == exit {
+            *then_to = split;
+        } else if *else_to == exit {
+            *else_to = split;
+        }
+    }
+}

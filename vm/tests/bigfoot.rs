@@ -1,0 +1,457 @@
+//! BigFoot (Rhodes, *Access Classification for Race Detection Optimization*, ch. 3):
+//! the placement examples of the thesis (Figs. 3.1, 3.3, the R/W cases of §3.5), the
+//! precise-checks oracle and property 7 (`bigfoot` vs `fasttrack` on the same run) over
+//! the corpus under 6 seeds and over generated programs, and the adaptive array
+//! shadows on the dynamic examples.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lang::ir::{CheckTarget, Inst, Program};
+use lang::proggen::{ProgConfig, gen_program_seeded};
+use vm::Tier;
+use vm::testing::bigfoot::{bigfoot_agrees_on, run_bigfoot};
+use vm::testing::program_oracles::compile;
+
+fn placed(src: &str) -> Program {
+    let p = compile(src).unwrap_or_else(|e| panic!("{e}"));
+    let (placed, _) = lang::bigfoot::place(&p);
+    placed.validate().expect("placed program is valid");
+    placed
+}
+
+/// The checks of `Class.method` in block order: (kind, target), kind `R` or `W`.
+fn checks_of(p: &Program, name: &str) -> Vec<(char, String)> {
+    let f = p
+        .funcs
+        .iter()
+        .enumerate()
+        .find(|(i, _)| p.func_name(lang::ir::FuncId(*i as u32)) == name)
+        .map(|(_, f)| f)
+        .unwrap_or_else(|| panic!("no {name}"));
+    let mut out = Vec::new();
+    for b in &f.blocks {
+        for i in &b.insts {
+            if let Inst::Check { target, write, .. } = i {
+                let k = if *write { 'W' } else { 'R' };
+                let t = match target {
+                    CheckTarget::Fields { class, groups, .. } => {
+                        let c = p.class(*class);
+                        let names: Vec<String> = groups
+                            .iter()
+                            .flat_map(|(r, m)| {
+                                let mut v: Vec<String> = (0..64)
+                                    .filter(|s| m & (1u64 << s) != 0)
+                                    .map(|s| c.fields[s as usize].name.clone())
+                                    .collect();
+                                if v.is_empty() {
+                                    v.push(c.fields[*r as usize].name.clone());
+                                }
+                                v
+                            })
+                            .collect();
+                        names.join("/")
+                    }
+                    CheckTarget::Static { field } => p.static_field(*field).name.clone(),
+                    CheckTarget::Range { .. } => "range".into(),
+                    CheckTarget::Elem { .. } => "elem".into(),
+                };
+                out.push((k, t));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a check of `Class.method` comes before the first instruction matching `at`
+/// in the same block.
+fn check_before(p: &Program, name: &str, at: impl Fn(&Inst) -> bool) -> bool {
+    let f = p
+        .funcs
+        .iter()
+        .enumerate()
+        .find(|(i, _)| p.func_name(lang::ir::FuncId(*i as u32)) == name)
+        .map(|(_, f)| f)
+        .expect("function");
+    f.blocks.iter().any(|b| {
+        b.insts
+            .iter()
+            .position(&at)
+            .is_some_and(|k| k > 0 && matches!(b.insts[k - 1], Inst::Check { .. }))
+    })
+}
+
+const POINT: &str = "
+class Point {
+    int x; int y; int z;
+    void move(int dx, int dy, int dz) {
+        x = x + dx; y = y + dy; z = z + dz;
+    }
+}
+class Main {
+    static void movePts(Point[] a, int lo, int hi) {
+        for (int i = lo; i < hi; i++) { a[i].move(1, 1, 1); }
+    }
+    static void main() {
+        Point[] a = new Point[4];
+        for (int i = 0; i < 4; i++) { a[i] = new Point(); }
+        movePts(a, 0, 4);
+    }
+}";
+
+#[test]
+fn fig_3_1_point_move_is_one_write_check_of_one_field_group() {
+    // Fig. 3.1: the three read-modify-writes need one write check of x/y/z, which all share
+    // one shadow group (they are only ever checked together).
+    let p = placed(POINT);
+    assert_eq!(checks_of(&p, "Point.move"), vec![('W', "x/y/z".into())]);
+    // movePts: `move` has no synchronization, so nothing forces a check before the
+    // call, and the element read of every iteration is one read check of the range
+    // a[lo..i] after the loop (Fig. 3.1).
+    assert_eq!(checks_of(&p, "Main.movePts"), vec![('R', "range".into())]);
+}
+
+#[test]
+fn read_modify_write_and_write_then_read_need_one_write_check() {
+    // §3.5: a write check covers the reads; read-only sequences need one read check.
+    let p = placed(
+        "class O { int f; }
+         class Main {
+             static void rmw(O o) { int t = o.f; o.f = t + 1; }
+             static void wr(O o) { o.f = 1; int t = o.f; print(t); }
+             static void reads(O o) { int a = o.f; int b = o.f; print(a + b); }
+             static void main() { O o = new O(); rmw(o); wr(o); reads(o); }
+         }",
+    );
+    assert_eq!(checks_of(&p, "Main.rmw"), vec![('W', "f".into())]);
+    assert_eq!(checks_of(&p, "Main.wr"), vec![('W', "f".into())]);
+    assert_eq!(checks_of(&p, "Main.reads"), vec![('R', "f".into())]);
+}
+
+#[test]
+fn acquire_forces_the_check_and_release_defers_to_a_later_write() {
+    // Fig. 3.7, ACQ: a pending write is checked before an acquire.
+    let p = placed(
+        "class O { int f; }
+         class Main {
+             static void e7(O o, O l) { o.f = 1; synchronized (l) { print(1); } }
+             static void e8(O o, O l) { synchronized (l) { o.f = 1; } int t = o.f; print(t); }
+             static void e8b(O o, O l) { synchronized (l) { int t = o.f; print(t); } o.f = 1; }
+             static void e9(O o, O l) { synchronized (l) { o.f = 1; } }
+             static void main() { O o = new O(); O l = new O();
+                 e7(o, l); e8(o, l); e8b(o, l); e9(o, l); }
+         }",
+    );
+    assert_eq!(checks_of(&p, "Main.e7"), vec![('W', "f".into())]);
+    assert!(check_before(&p, "Main.e7", |i| matches!(
+        i,
+        Inst::MonitorEnter { .. }
+    )));
+    // REL with §3.5's kinds: the anticipated read cannot discharge the pending write: W before the
+    // release, then R at the end.
+    assert_eq!(
+        checks_of(&p, "Main.e8"),
+        vec![('W', "f".into()), ('R', "f".into())]
+    );
+    // The other way round: the anticipated write covers the pending read: one W at the end.
+    assert_eq!(checks_of(&p, "Main.e8b"), vec![('W', "f".into())]);
+    assert!(!check_before(&p, "Main.e8b", |i| matches!(
+        i,
+        Inst::MonitorExit { .. }
+    )));
+    // A write in a critical section with no later access: checked before the release.
+    assert_eq!(checks_of(&p, "Main.e9"), vec![('W', "f".into())]);
+    assert!(check_before(&p, "Main.e9", |i| matches!(
+        i,
+        Inst::MonitorExit { .. }
+    )));
+}
+
+#[test]
+fn calls_synchronize_only_as_their_kill_sets_say() {
+    // A callee that may acquire forces the check before the call; one without
+    // synchronization lets it move past the call.
+    let p = placed(
+        "class O { int f; synchronized void s() { print(1); } void n() { print(2); } }
+         class Main {
+             static void viaSync(O o) { o.f = 1; o.s(); }
+             static void viaPlain(O o) { o.f = 1; o.n(); }
+             static void main() { O o = new O(); viaSync(o); viaPlain(o); }
+         }",
+    );
+    assert!(check_before(&p, "Main.viaSync", |i| matches!(
+        i,
+        Inst::Call { .. }
+    )));
+    assert!(!check_before(&p, "Main.viaPlain", |i| matches!(
+        i,
+        Inst::Call { .. }
+    )));
+    assert_eq!(checks_of(&p, "Main.viaPlain"), vec![('W', "f".into())]);
+}
+
+#[test]
+fn fig_3_3_one_check_serves_accesses_on_both_sides_of_the_locks() {
+    // Fig. 3.3: acq; x=b.f; rel; y=b.f; CHECK; acq; z=b.f; rel — one read check, before the
+    // second acquire; it survives the acquire and covers z=b.f.
+    let p = placed(
+        "class B { int f; }
+         class Main {
+             static void e1(B b, B l) {
+                 synchronized (l) { int x = b.f; print(x); }
+                 int y = b.f; print(y);
+                 synchronized (l) { int z = b.f; print(z); }
+             }
+             static void main() { e1(new B(), new B()); }
+         }",
+    );
+    assert_eq!(checks_of(&p, "Main.e1"), vec![('R', "f".into())]);
+}
+
+#[test]
+fn strided_and_offset_loops_become_range_checks() {
+    // a[lo..hi:2] after the loop (§3.4's strided ranges); the offsets 0 and 1 of a loop with
+    // step 2 make one contiguous range.
+    let p = placed(
+        "class Main {
+             static void e11(int[] a, int lo, int hi) { for (int i = lo; i < hi; i = i + 2) { a[i] = 0; } }
+             static void pairs(int[] a, int n) { for (int i = 0; i < n; i = i + 2) { a[i] = 1; a[i + 1] = 2; } }
+             static void main() { int[] a = new int[8]; e11(a, 0, 8); pairs(a, 8); }
+         }",
+    );
+    assert_eq!(checks_of(&p, "Main.e11"), vec![('W', "range".into())]);
+    assert_eq!(checks_of(&p, "Main.pairs"), vec![('W', "range".into())]);
+    let steps: Vec<u32> = p
+        .funcs
+        .iter()
+        .flat_map(|f| f.blocks.iter().flat_map(|b| b.insts.iter()))
+        .filter_map(|i| match i {
+            Inst::Check {
+                target: CheckTarget::Range { step, .. },
+                ..
+            } => Some(*step),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, vec![2, 1]);
+}
+
+#[test]
+fn a_loop_with_a_lock_keeps_per_iteration_checks() {
+    // A loop with synchronization is not coalesced: its accesses keep their own
+    // checks, placed before the release.
+    let p = placed(
+        "class Main {
+             static void f(int[] a, Main l, int n) { for (int i = 0; i < n; i++) { synchronized (l) { a[i] = 1; } } }
+             static void main() { f(new int[4], new Main(), 4); }
+         }",
+    );
+    assert_eq!(checks_of(&p, "Main.f"), vec![('W', "elem".into())]);
+    assert!(check_before(&p, "Main.f", |i| matches!(
+        i,
+        Inst::MonitorExit { .. }
+    )));
+}
+
+#[test]
+fn a_loop_carried_field_access_is_checked_once_after_the_loop() {
+    // Fig. 3.6(b) for a field: the read in every iteration is anticipated on the
+    // (rotated) back edge, so the loop body has no check.
+    let p = placed(
+        "class B { int f; }
+         class Main {
+             static int sum(B b, int n) { int s = 0; for (int i = 0; i < n; i++) { s = s + b.f; } return s; }
+             static void main() { print(sum(new B(), 3)); }
+         }",
+    );
+    assert_eq!(checks_of(&p, "Main.sum"), vec![('R', "f".into())]);
+    // And it runs: precise checks and the same races as fasttrack.
+}
+
+/// Every corpus program (examples and bugs) that is not heavy.
+fn corpus() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus");
+    let mut v = Vec::new();
+    for dir in ["examples", "bugs"] {
+        for e in std::fs::read_dir(root.join(dir)).expect("corpus") {
+            let p = e.expect("entry").path();
+            if p.extension().is_some_and(|x| x == "cj") {
+                let text = std::fs::read_to_string(&p).expect("read");
+                if !text.lines().any(|l| l.trim() == "//! heavy") {
+                    v.push(p);
+                }
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+fn compile_file(p: &PathBuf) -> Arc<Program> {
+    compile(&std::fs::read_to_string(p).expect("read")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn corpus_has_precise_checks_and_bigfoot_agrees_with_fasttrack_under_6_seeds() {
+    let mut failures = Vec::new();
+    for p in corpus() {
+        let prog = compile_file(&p);
+        for seed in [1, 2, 3, 4, 5, 42] {
+            if let Err(e) = bigfoot_agrees_on(&prog, seed, Tier::Interp) {
+                failures.push(format!("{}: {e}", p.display()));
+            }
+        }
+        if let Err(e) = bigfoot_agrees_on(&prog, 7, Tier::Jit) {
+            failures.push(format!("{}: {e}", p.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn generated_programs_have_precise_checks_and_agree_with_fasttrack() {
+    let n: u64 = std::env::var("ORACLE_PROGRAMS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(120);
+    let mut failures = Vec::new();
+    for k in 0..n {
+        let cfg = ProgConfig {
+            classes: 1 + (k % 3) as u32,
+            works: 1 + (k % 2) as u32,
+            workers: 1 + (k % 3) as u32,
+            stmts: 3 + (k % 4) as u32,
+            depth: 1 + (k % 3) as u32,
+            barrier: k % 3 == 1,
+            deterministic: k.is_multiple_of(2),
+            specs: k % 4 != 3,
+            error_percent: (k % 3) as u32,
+        };
+        let src = gen_program_seeded(k * 7919 + 17, &cfg);
+        let prog = compile(&src).unwrap_or_else(|e| panic!("{e}"));
+        let tier = if k % 4 == 0 { Tier::Jit } else { Tier::Interp };
+        if let Err(e) = bigfoot_agrees_on(&prog, k, tier) {
+            failures.push(format!("#{k}: {e}\n{src}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The statistics of the `bigfoot` pass of one run.
+fn bigfoot_stats(src: &str, seed: u64) -> (serde_json::Value, usize) {
+    let prog = compile(src).unwrap_or_else(|e| panic!("{e}"));
+    bigfoot_agrees_on(&prog, seed, Tier::Interp).expect("oracles");
+    let run = run_bigfoot(&prog, Tier::Interp, seed).expect("run");
+    let stats = run.out.report["stats"]["passes"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "bigfoot"))
+        .map(|p| p["details"].clone())
+        .expect("bigfoot stats");
+    let races = run
+        .warnings
+        .iter()
+        .filter(|r| r.warning.analysis == "bigfoot")
+        .count();
+    (stats, races)
+}
+
+const SLICES: &str = "
+class W {
+    void fill(int[] a, int lo, int hi, int step) {
+        for (int i = lo; i < hi; i = i + step) { a[i] = i; }
+    }
+}
+class Main {
+    static void main() {
+        int[] a = new int[64];
+        W w = new W();
+        Thread t1 = fork w.fill(a, LO1, HI1, STEP);
+        Thread t2 = fork w.fill(a, LO2, HI2, STEP);
+        t1.join(); t2.join();
+        int s = 0;
+        for (int i = 0; i < 64; i++) { s = s + a[i]; }
+        print(s);
+    }
+}";
+
+fn slices(lo1: u32, hi1: u32, lo2: u32, hi2: u32, step: u32) -> String {
+    SLICES
+        .replace("LO1", &lo1.to_string())
+        .replace("HI1", &hi1.to_string())
+        .replace("LO2", &lo2.to_string())
+        .replace("HI2", &hi2.to_string())
+        .replace("STEP", &step.to_string())
+}
+
+#[test]
+fn whole_array_writes_race_on_the_coarse_cell() {
+    let (stats, races) = bigfoot_stats(&slices(0, 64, 0, 64, 1), 1);
+    assert!(races > 0);
+    assert_eq!(stats["arrays"]["coarse"], 1, "{stats}");
+}
+
+#[test]
+fn halves_refine_to_intervals_without_a_race() {
+    let (stats, races) = bigfoot_stats(&slices(0, 32, 32, 64, 1), 1);
+    assert_eq!(races, 0);
+    assert_eq!(stats["arrays"]["intervals"], 1, "{stats}");
+}
+
+#[test]
+fn even_and_odd_refine_to_strides_without_a_race() {
+    let (stats, races) = bigfoot_stats(&slices(0, 64, 1, 64, 2), 1);
+    assert_eq!(races, 0);
+    assert_eq!(stats["arrays"]["stride"], 1, "{stats}");
+}
+
+#[test]
+fn overlapping_ranges_race_and_agree_with_fasttrack() {
+    for seed in 1..4 {
+        let (_, races) = bigfoot_stats(&slices(0, 40, 30, 64, 1), seed);
+        assert!(races > 0);
+    }
+}
+
+#[test]
+fn checks_and_footprints_are_committed_before_a_fork() {
+    // o.f = 1 / a[..] = … then fork: no race; fork first: race.
+    let ordered = "
+class O { int f; int[] a; void r() { int t = f; int u = a[0]; print(t + u); } }
+class Main { static void main() {
+    O o = new O(); o.a = new int[4];
+    o.f = 1; for (int i = 0; i < 4; i++) { o.a[i] = i; }
+    Thread t = fork o.r(); t.join(); } }";
+    assert_eq!(bigfoot_stats(ordered, 1).1, 0);
+    let racy = "
+class O { int f; int[] a; void r() { int t = f; int u = a[0]; print(t + u); } }
+class Main { static void main() {
+    O o = new O(); int[] a = new int[4]; o.a = a;
+    Thread t = fork o.r();
+    o.f = 1; for (int i = 0; i < 4; i++) { a[i] = i; }
+    t.join(); } }";
+    for seed in 1..4 {
+        assert!(bigfoot_stats(racy, seed).1 > 0);
+    }
+}
+
+#[test]
+fn a_triangular_pattern_stays_correct() {
+    let src = "
+class W { void tri(int[] a, int n, int me) {
+    for (int i = me; i < n; i = i + 2) { for (int j = 0; j < i; j++) { a[i * n + j] = j; } }
+} }
+class Main { static void main() {
+    int[] a = new int[64]; W w = new W();
+    Thread t1 = fork w.tri(a, 8, 0); Thread t2 = fork w.tri(a, 8, 1);
+    t1.join(); t2.join(); print(a[63]); } }";
+    let (_, races) = bigfoot_stats(src, 1);
+    assert_eq!(races, 0);
+}
+
+#[test]
+fn offline_analysis_refuses_bigfoot() {
+    let events = analyses::testing::gen_trace(1, &analyses::testing::GenConfig::default());
+    let t = vm::testing::trace_oracles::renumber(&events).expect("trace");
+    let e = analyses::offline::analyze(&t, "bigfoot", Default::default()).err();
+    assert!(e.is_some_and(|e| e.0.contains("capvm run --tools bigfoot")));
+}
