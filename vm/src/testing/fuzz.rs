@@ -12,7 +12,7 @@ use super::program_oracles;
 use super::trace_oracles::{detectors_agree_with_hb, renumber, specs_agree_with_bruteforce};
 
 /// Every target, by name.
-pub const TARGETS: [&str; 9] = [
+pub const TARGETS: [&str; 10] = [
     "detectors_vs_hb",
     "detectors_vs_hb_run",
     "filters_trace_precise",
