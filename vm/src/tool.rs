@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod cli;
 pub mod infer;
+pub mod slp;
 
 use std::cell::Cell;
 

@@ -422,7 +422,7 @@ mod tests {
     fn ev(i: u64, tid: u32, kind: OwnedKind) -> OwnedEvent {
         OwnedEvent {
             tid,
-            site: SiteId(7),
+            site: SiteId(1 << 20),
             index: i,
             kind,
         }

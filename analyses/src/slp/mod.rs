@@ -28,7 +28,9 @@ pub mod hb;
 pub mod lockset;
 pub mod sequitur;
 pub mod shapes;
+pub mod stream;
 mod summary;
+pub mod ziptrack;
 
 use std::sync::Arc;
 
@@ -79,7 +81,8 @@ pub struct Grammar {
     /// Rule `i` uses terminals and rules below `i`; the last rule is the start rule.
     pub rules: Vec<Vec<Item>>,
     /// Line map: `(position, line)` pieces, positions 1-based and increasing; event
-    /// `p` has line `line + (p - position)` of the last piece with `position ≤ p`.
+    /// `p` has line `line + (p - position)` of the last piece with `position ≤ p`;
+    /// empty: event `p` is line `p`.
     pub lines: Vec<(u64, u64)>,
     /// Expanded length of each rule (events).
     lens: Vec<u64>,
@@ -169,7 +172,8 @@ impl Grammar {
             }
             last = Some((p, line));
         }
-        if total > 0 && lines.first().map(|l| l.0) != Some(1) {
+        // An empty map: every event is its own line.
+        if !lines.is_empty() && lines.first().map(|l| l.0) != Some(1) {
             return Err(gerr(None, "the line map does not start at event 1".into()));
         }
         // The last line must fit in u64.
@@ -266,6 +270,22 @@ impl Grammar {
             index,
             kind: l.kind.clone(),
         }
+    }
+
+    /// The terminals of the expansion in order (no validation, no inserted events).
+    pub fn terminal_stream(&self) -> impl Iterator<Item = u32> + '_ {
+        let mut x = Expander::new(self);
+        std::iter::from_fn(move || x.next_terminal())
+    }
+
+    /// The grammar size of a classic Sequitur run over the same terminals (the
+    /// baseline the README compares with; time and memory of Sequitur itself).
+    pub fn sequitur_size(&self) -> u64 {
+        let mut q = sequitur::Sequitur::new();
+        for t in self.terminal_stream() {
+            q.push(t as u64);
+        }
+        q.finish().size()
     }
 
     /// A streaming expansion.
