@@ -27,6 +27,8 @@
 //! The analysis trusts that the expansion is a well-formed trace (every `.slp` that
 //! capvm writes is: it compresses what the STD reader validated).
 
+use std::rc::Rc;
+
 use crate::event::Loc;
 
 use super::summary::{Access, HbSum, Map, Set, Universe, VarHb};
@@ -54,8 +56,8 @@ pub struct GrammarStats {
 /// The summaries of a grammar's rules, computed bottom-up on demand.
 pub(crate) struct Summaries<'g, S> {
     pub g: &'g Grammar,
-    pub leaves: Vec<Option<S>>,
-    pub rules: Vec<Option<S>>,
+    pub leaves: Vec<Option<Rc<S>>>,
+    pub rules: Vec<Option<Rc<S>>>,
     /// Remaining uses per rule (the summary is dropped at 0) or `None` to keep all.
     uses: Option<Vec<u64>>,
     pub compositions: u64,
@@ -99,12 +101,14 @@ impl<'g, S: Summary> Summaries<'g, S> {
 
     /// The summary of one copy of `sym` (rules below the start rule are computed in
     /// order by [`Self::compute_rules`] first).
-    pub fn of(&mut self, cx: &Ctx<'_>, sym: Sym) -> S {
+    pub fn of(&mut self, cx: &Ctx<'_>, sym: Sym) -> Rc<S> {
         match sym {
             Sym::T(t) => self.leaves[t as usize]
-                .get_or_insert_with(|| S::leaf(cx, t))
+                .get_or_insert_with(|| Rc::new(S::leaf(cx, t)))
                 .clone(),
-            Sym::R(r) => self.rules[r as usize].clone().unwrap_or_else(S::empty),
+            Sym::R(r) => self.rules[r as usize]
+                .clone()
+                .unwrap_or_else(|| Rc::new(S::empty())),
         }
     }
 
@@ -119,16 +123,19 @@ impl<'g, S: Summary> Summaries<'g, S> {
     }
 
     /// `s^k` by squaring.
-    pub fn power(&mut self, cx: &Ctx<'_>, s: S, mut k: u64) -> S {
+    pub fn power(&mut self, cx: &Ctx<'_>, s: Rc<S>, mut k: u64) -> Rc<S> {
+        if k == 1 {
+            return s;
+        }
         let mut base = s;
-        let mut acc: Option<S> = None;
+        let mut acc: Option<Rc<S>> = None;
         loop {
             if k & 1 == 1 {
                 acc = Some(match acc {
                     None => base.clone(),
                     Some(a) => {
                         self.compositions += 1;
-                        S::compose(cx, &a, &base)
+                        Rc::new(S::compose(cx, &a, &base))
                     }
                 });
             }
@@ -137,16 +144,16 @@ impl<'g, S: Summary> Summaries<'g, S> {
                 break;
             }
             self.compositions += 1;
-            base = S::compose(cx, &base, &base);
+            base = Rc::new(S::compose(cx, &base, &base));
         }
-        acc.unwrap_or_else(S::empty)
+        acc.unwrap_or_else(|| Rc::new(S::empty()))
     }
 
     /// Summaries of every rule but the start rule, children first.
     pub fn compute_rules(&mut self, cx: &Ctx<'_>) {
         let root = self.g.rules.len() - 1;
         for r in 0..root {
-            let mut acc: Option<S> = None;
+            let mut acc: Option<Rc<S>> = None;
             for it in &self.g.rules[r] {
                 let s = self.of(cx, it.sym);
                 self.used(it.sym);
@@ -155,11 +162,11 @@ impl<'g, S: Summary> Summaries<'g, S> {
                     None => s,
                     Some(a) => {
                         self.compositions += 1;
-                        S::compose(cx, &a, &s)
+                        Rc::new(S::compose(cx, &a, &s))
                     }
                 });
             }
-            self.rules[r] = Some(acc.unwrap_or_else(S::empty));
+            self.rules[r] = Some(acc.unwrap_or_else(|| Rc::new(S::empty())));
         }
     }
 }
@@ -181,74 +188,72 @@ struct Engine {
     step: u32,
     off: u64,
     entities: usize,
-    /// Per entity: its clock (dense over entities; `None` = all zero).
-    clocks: Vec<Option<Vec<u32>>>,
+    /// Per entity `w`: its clock, `clocks[w * entities..][..entities]` (flat).
+    clocks: Vec<u32>,
     vars: Vec<EngineVar>,
+    /// Scratch: a candidate's clock; the new clocks of a step's entities.
+    vc: Vec<u32>,
+    updates: Vec<u32>,
 }
 
 #[derive(Default, Clone)]
 struct EngineVar {
     race: Option<(u64, u64)>,
-    /// Last write: After set in its step, step, global position, thread.
+    /// Last write: After set in its step, global position, thread; and its step.
     lw: Option<(Access, u32)>,
     lr: Map<(Access, u32)>,
 }
 
+/// `out = ⊔_{w ∈ set} clocks[w]`.
+fn join_into(out: &mut [u32], clocks: &[u32], entities: usize, set: &Set) {
+    out.fill(0);
+    for w in set.iter() {
+        let c = &clocks[w as usize * entities..][..entities];
+        for (a, b) in out.iter_mut().zip(c) {
+            *a = (*a).max(*b);
+        }
+    }
+}
+
 impl Engine {
     fn new(u: &Universe) -> Engine {
+        let e = u.entities as usize;
         Engine {
             step: 0,
             off: 0,
-            entities: u.entities as usize,
-            clocks: vec![None; u.entities as usize],
+            entities: e,
+            clocks: vec![0; e * e],
             vars: vec![EngineVar::default(); u.var_locs.len()],
+            vc: vec![0; e],
+            updates: Vec::new(),
         }
-    }
-
-    /// The join of the clocks of the entities in `before` (a Before set of step k).
-    fn vc(&self, before: &Set) -> Vec<u32> {
-        let mut out = vec![0u32; self.entities];
-        for w in before.iter() {
-            if let Some(Some(c)) = self.clocks.get(w as usize) {
-                for (a, b) in out.iter_mut().zip(c) {
-                    *a = (*a).max(*b);
-                }
-            }
-        }
-        out
     }
 
     fn apply(&mut self, s: &HbSum) {
         let k = self.step + 1;
+        let entities = self.entities;
         for (x, v) in &s.vars.0 {
             let ev = &mut self.vars[*x as usize];
             if ev.race.is_none() {
                 let limit = v.race.map_or(u64::MAX, |r| r.0);
                 let mut best: Option<(u64, u64)> = None;
                 let clocks = &self.clocks;
-                let entities = self.entities;
+                let vc = &mut self.vc;
                 let mut check =
                     |cand: &Access, partners: &mut dyn Iterator<Item = &(Access, u32)>| {
                         if cand.pos >= limit || best.is_some_and(|b| b.0 <= cand.pos) {
                             return;
                         }
-                        let mut vc: Option<Vec<u32>> = None;
+                        let mut joined = false;
                         let mut latest = None;
                         for (a, i) in partners {
                             if a.tid == cand.tid || a.set.intersects(&cand.set) {
                                 continue;
                             }
-                            let vc = vc.get_or_insert_with(|| {
-                                let mut out = vec![0u32; entities];
-                                for w in cand.set.iter() {
-                                    if let Some(Some(c)) = clocks.get(w as usize) {
-                                        for (p, q) in out.iter_mut().zip(c) {
-                                            *p = (*p).max(*q);
-                                        }
-                                    }
-                                }
-                                out
-                            });
+                            if !joined {
+                                join_into(vc, clocks, entities, &cand.set);
+                                joined = true;
+                            }
                             let ordered = a.set.iter().any(|e| vc[e as usize] > *i);
                             if !ordered {
                                 latest = latest.max(Some(a.pos));
@@ -281,24 +286,21 @@ impl Engine {
             }
         }
         // Clocks of the entities the step leaves, from the clocks at its start.
-        let updates: Vec<(u32, Vec<u32>)> =
-            s.bl.0
-                .iter()
-                .map(|(w, set)| {
-                    let mut c = self.vc(set);
-                    if let Some(Some(old)) = self.clocks.get(*w as usize) {
-                        for (a, b) in c.iter_mut().zip(old) {
-                            *a = (*a).max(*b);
-                        }
-                    }
-                    for v in set.iter() {
-                        c[v as usize] = k;
-                    }
-                    (*w, c)
-                })
-                .collect();
-        for (w, c) in updates {
-            self.clocks[w as usize] = Some(c);
+        self.updates.resize(s.bl.0.len() * entities, 0);
+        for (j, (w, set)) in s.bl.0.iter().enumerate() {
+            let out = &mut self.updates[j * entities..][..entities];
+            join_into(out, &self.clocks, entities, set);
+            let old = &self.clocks[*w as usize * entities..][..entities];
+            for (a, b) in out.iter_mut().zip(old) {
+                *a = (*a).max(*b);
+            }
+            for v in set.iter() {
+                out[v as usize] = k;
+            }
+        }
+        for (j, (w, _)) in s.bl.0.iter().enumerate() {
+            self.clocks[*w as usize * entities..][..entities]
+                .copy_from_slice(&self.updates[j * entities..][..entities]);
         }
         self.step = k;
         self.off += s.len;

@@ -86,6 +86,8 @@ pub struct Grammar {
     pub lines: Vec<(u64, u64)>,
     /// Expanded length of each rule (events).
     lens: Vec<u64>,
+    /// Offsets of the start rule's items (for [`Grammar::terminal_at`]).
+    root_offsets: Vec<u64>,
 }
 
 /// A grammar that breaks the rules above (the reader's and the builders' check).
@@ -182,12 +184,23 @@ impl Grammar {
         {
             return Err(gerr(None, "line numbers overflow".into()));
         }
+        let mut root_offsets = Vec::new();
+        let mut off = 0u64;
+        for it in rules.last().into_iter().flatten() {
+            root_offsets.push(off);
+            off += it.count
+                * match it.sym {
+                    Sym::T(_) => 1,
+                    Sym::R(r) => lens[r as usize],
+                };
+        }
         Ok(Grammar {
             env,
             terminals,
             rules,
             lines,
             lens,
+            root_offsets,
         })
     }
 
@@ -232,7 +245,14 @@ impl Grammar {
             return None;
         }
         let mut off = p - 1;
-        let mut rule = self.root();
+        // The start rule can be long: find its item by binary search.
+        let k = self.root_offsets.partition_point(|&o| o <= off) - 1;
+        let it = self.rules[self.root() as usize][k];
+        off = (off - self.root_offsets[k]) % self.len_of(it.sym);
+        let mut rule = match it.sym {
+            Sym::T(t) => return Some(t),
+            Sym::R(r) => r,
+        };
         loop {
             let mut next = None;
             for it in &self.rules[rule as usize] {
