@@ -124,6 +124,15 @@ fn advance_held(held: &mut Held, s: &LsSum, nlocks: u32) {
     }
 }
 
+/// Equal locksets and read-only flags per thread (positions aside).
+fn same_locksets(a: &Map<Ls>, b: &Map<Ls>) -> bool {
+    a.0.len() == b.0.len()
+        && a.0
+            .iter()
+            .zip(&b.0)
+            .all(|((t, x), (u, y))| t == u && x.locks == y.locks && x.read_only == y.read_only)
+}
+
 /// The latest access of the variable by a thread other than `t` in `m`.
 fn latest_other(m: &Map<Ls>, t: u32) -> u64 {
     m.0.iter()
@@ -170,7 +179,8 @@ fn locate(
         };
         for (s, c) in items {
             let sum = sums.of(cx, s);
-            for _ in 0..c {
+            for copy in 0..c {
+                let before = (copy > 0).then(|| (prefix.clone(), held.clone()));
                 let per = sum.vars.get(x);
                 if let Some(per) = per {
                     let next = extend(&held, Some(&prefix), per, &sum, off, cx.nlocks);
@@ -183,6 +193,24 @@ fn locate(
                 }
                 advance_held(&mut held, &sum, cx.nlocks);
                 off += sum.len;
+                // A copy that changed nothing but positions: the later copies cannot
+                // either (the step is a function of the state); skip them.
+                let rest = c - copy - 1;
+                if rest > 0
+                    && let Some((p, h)) = before
+                    && h == held
+                    && same_locksets(&p, &prefix)
+                {
+                    // The last copy's accesses are the latest ones.
+                    let last_off = off + sum.len * (rest - 1);
+                    for (t, l) in sum.vars.get(x).map(|m| m.0.as_slice()).unwrap_or(&[]) {
+                        if let Some(e) = prefix.get_mut(*t) {
+                            e.last = l.last + last_off;
+                        }
+                    }
+                    off += sum.len * rest;
+                    break;
+                }
             }
         }
         return None;

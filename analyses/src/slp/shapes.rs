@@ -1,6 +1,6 @@
 //! Other grammars for the same trace, for tests and fuzzing: property 3 must hold
 //! whatever the grammar, so the analyses are also run on the trivial left chain
-//! (`A[1,i] → A[1,i-1] e_i`, the digest's differential test) and on random
+//! (`A[1,i] → A[1,i-1] e_i`, the trivial SLP of Kini, Mathur & Viswanathan, §2) and on random
 //! bracketings with shared subtrees.
 
 use std::sync::Arc;
