@@ -517,3 +517,25 @@ fn eraser_witness_after_a_skipped_run() {
     assert_eq!(got.get("x").map(|w| (w.0, w.1)), Some((16, Some(14))));
     assert_eq!(got, on_trace(&t, "eraser"));
 }
+
+/// More entities than the start-rule engine's clock matrix takes: `hb` falls back to
+/// the expansion, with the same report.
+#[test]
+fn hb_on_a_trace_with_too_many_locks_runs_on_the_expansion() {
+    let mut text = String::new();
+    let n = analyses::slp::hb::MAX_ENTITIES + 10;
+    for l in 0..n {
+        text += &format!("T1|acq(L{l})|1\nT1|rel(L{l})|2\n");
+    }
+    text += "T1|w(x)|3\nT2|w(x)|4\n";
+    let t = parse_std(&text).unwrap();
+    let g = compress(&t);
+    assert!(!analyses::slp::hb::fits(&g));
+    let run = analyze_slp(&g, "hb", &|_| by_location()).unwrap();
+    assert!(!run.on_grammar);
+    assert_eq!(verdict(&run.chain, "hb"), on_trace(&t, "hb"));
+    assert_eq!(on_trace(&t, "hb").len(), 1);
+    // `eraser` alone has no such matrix: it stays on the grammar.
+    let run = analyze_slp(&g, "eraser", &|_| by_location()).unwrap();
+    assert!(run.on_grammar);
+}

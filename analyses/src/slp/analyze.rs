@@ -1,6 +1,8 @@
 //! `capvm analyze FILE.slp`: a chain over a compressed trace. A chain made only of
 //! `hb` and `eraser` runs on the grammar ([`super::hb`], [`super::lockset`]); any other
-//! chain (or a mixed one such as `count:hb`) runs on the streamed expansion
+//! chain (or a mixed one such as `count:hb`, or `hb` on a trace with more than
+//! [`super::hb::MAX_ENTITIES`] threads, locks, volatiles and barrier episodes) runs on
+//! the streamed expansion
 //! ([`super::Expander`]: bounded memory, no temporary file), exactly as on the `.std`.
 
 use std::sync::Arc;
@@ -88,7 +90,11 @@ pub fn analyze_slp(
     let start = Instant::now();
     let env: Arc<dyn crate::env::Env> = g.env.clone();
     let opts = options(&g.env);
-    if on_grammar(spec) {
+    // Too many entities for the start-rule engine's clocks: analyse the expansion.
+    let uses = |name: &str| spec.split(':').any(|n| n.trim() == name);
+    let too_big =
+        (uses("hb") && !super::hb::fits(g)) || (uses("eraser") && !super::lockset::fits(g));
+    if on_grammar(spec) && !too_big {
         let shared = Shared::new(env, opts);
         let chain = Chain::from_passes(Vec::new(), shared);
         let mut warnings = Vec::new();

@@ -367,8 +367,19 @@ fn prefetch_ahead(sums: &Summaries<'_, HbSum>, engine: &Engine, items: &[super::
     }
 }
 
+/// The most entities (threads, locks, volatile variables, barrier episodes) the
+/// start-rule engine takes: its clocks are an entities × entities matrix (here at
+/// most 256 MiB). [`fits`] says whether a grammar is within it.
+pub const MAX_ENTITIES: u32 = 8192;
+
+/// Whether `hb` can run on `g`'s grammar (see [`MAX_ENTITIES`]).
+pub fn fits(g: &Grammar) -> bool {
+    Universe::new(g).entities <= MAX_ENTITIES
+}
+
 /// The races of a compressed trace (see the module doc), sorted by position of the
-/// racy access.
+/// racy access. Needs [`fits`]: above [`MAX_ENTITIES`] it would allocate more than the
+/// bound (callers analyse the expansion instead).
 pub fn analyze_hb(g: &Grammar) -> (Vec<Finding>, GrammarStats) {
     let u = Universe::new(g);
     let cx = Ctx {

@@ -217,7 +217,14 @@ fn locate(
     }
 }
 
-/// The lockset violations of a compressed trace, sorted by position.
+/// Whether `eraser` can run on `g`'s grammar: its summaries key a thread and a lock by
+/// one `u32` (entities × locks must fit).
+pub fn fits(g: &Grammar) -> bool {
+    let u = Universe::new(g);
+    u.entities as u64 * (u.lockset_locks.len() as u64).max(1) <= u32::MAX as u64
+}
+
+/// The lockset violations of a compressed trace, sorted by position. Needs [`fits`].
 pub fn analyze_lockset(g: &Grammar) -> (Vec<Finding>, GrammarStats) {
     let u = Universe::new(g);
     let nlocks = (u.lockset_locks.len() as u32).max(1);
