@@ -374,7 +374,9 @@ pub const MAX_ENTITIES: u32 = 8192;
 
 /// Whether `hb` can run on `g`'s grammar (see [`MAX_ENTITIES`]).
 pub fn fits(g: &Grammar) -> bool {
+    // Steps of the start rule are numbered in 32 bits too.
     Universe::new(g).entities <= MAX_ENTITIES
+        && g.rules[g.root() as usize].len() < u32::MAX as usize
 }
 
 /// The races of a compressed trace (see the module doc), sorted by position of the

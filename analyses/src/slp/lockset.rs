@@ -120,7 +120,8 @@ fn advance_held(held: &mut Held, s: &LsSum, nlocks: u32) {
         }
     }
     for &(k, n) in &s.open_acq.0 {
-        *held.entry(k / nlocks).or_default().entry(k % nlocks, || 0) += n;
+        let c = held.entry(k / nlocks).or_default().entry(k % nlocks, || 0);
+        *c = c.saturating_add(n);
     }
 }
 

@@ -608,17 +608,19 @@ impl LsSum {
     pub fn compose(b: &LsSum, c: &LsSum, nlocks: u32) -> LsSum {
         let off = b.len;
         let open_acq = Map::merge(&b.open_acq, &c.open_acq, |k, x, y| {
-            let n = y.copied().unwrap_or(0)
-                + x.copied()
+            let n = y.copied().unwrap_or(0).saturating_add(
+                x.copied()
                     .unwrap_or(0)
-                    .saturating_sub(c.open_rel.get(k).copied().unwrap_or(0));
+                    .saturating_sub(c.open_rel.get(k).copied().unwrap_or(0)),
+            );
             (n > 0).then_some(n)
         });
         let open_rel = Map::merge(&b.open_rel, &c.open_rel, |k, x, y| {
-            let n = x.copied().unwrap_or(0)
-                + y.copied()
+            let n = x.copied().unwrap_or(0).saturating_add(
+                y.copied()
                     .unwrap_or(0)
-                    .saturating_sub(b.open_acq.get(k).copied().unwrap_or(0));
+                    .saturating_sub(b.open_acq.get(k).copied().unwrap_or(0)),
+            );
             (n > 0).then_some(n)
         });
         // Locks that protect B's events (released in C, acquired before A) and C's
