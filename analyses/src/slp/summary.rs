@@ -167,7 +167,6 @@ pub type Role = (u32, SyncRole, Option<(u32, bool)>);
 pub struct Universe {
     /// Entity of a thread.
     pub threads: HashMap<Tid, u32>,
-    pub thread_of: Vec<Option<Tid>>,
     locks: HashMap<ObjId, u32>,
     vols: HashMap<Loc, u32>,
     episodes: HashMap<(ObjId, u64), u32>,
@@ -191,28 +190,15 @@ impl Universe {
         u
     }
 
-    fn entity<K: std::hash::Hash + Eq>(
-        map: &mut HashMap<K, u32>,
-        next: &mut u32,
-        thread_of: &mut Vec<Option<Tid>>,
-        k: K,
-        tid: Option<Tid>,
-    ) -> u32 {
+    fn entity<K: std::hash::Hash + Eq>(map: &mut HashMap<K, u32>, next: &mut u32, k: K) -> u32 {
         *map.entry(k).or_insert_with(|| {
             *next += 1;
-            thread_of.push(tid);
             *next - 1
         })
     }
 
     pub fn thread(&mut self, t: Tid) -> u32 {
-        Self::entity(
-            &mut self.threads,
-            &mut self.entities,
-            &mut self.thread_of,
-            t,
-            Some(t),
-        )
+        Self::entity(&mut self.threads, &mut self.entities, t)
     }
 
     fn var(&mut self, loc: Loc) -> u32 {
@@ -226,46 +212,32 @@ impl Universe {
     fn role(&mut self, l: &Label) -> Role {
         use OwnedKind as K;
         let t = self.thread(l.tid);
-        let (e, th) = (&mut self.entities, &mut self.thread_of);
+        let e = &mut self.entities;
         let role = match &l.kind {
             K::Acquire { lock } => {
                 let n = self.lockset_locks.len() as u32;
                 self.lockset_locks.entry(*lock).or_insert(n);
-                SyncRole::Acquire(Self::entity(&mut self.locks, e, th, *lock, None))
+                SyncRole::Acquire(Self::entity(&mut self.locks, e, *lock))
             }
             K::Release { lock } => {
                 let n = self.lockset_locks.len() as u32;
                 self.lockset_locks.entry(*lock).or_insert(n);
-                SyncRole::Release(Self::entity(&mut self.locks, e, th, *lock, None))
+                SyncRole::Release(Self::entity(&mut self.locks, e, *lock))
             }
-            K::VolatileRead { loc } => {
-                SyncRole::Acquire(Self::entity(&mut self.vols, e, th, *loc, None))
-            }
+            K::VolatileRead { loc } => SyncRole::Acquire(Self::entity(&mut self.vols, e, *loc)),
             K::VolatileWrite { loc, .. } => {
-                SyncRole::Release(Self::entity(&mut self.vols, e, th, *loc, None))
+                SyncRole::Release(Self::entity(&mut self.vols, e, *loc))
             }
             K::BarrierEnter {
                 barrier,
                 generation,
                 ..
-            } => SyncRole::Release(Self::entity(
-                &mut self.episodes,
-                e,
-                th,
-                (*barrier, *generation),
-                None,
-            )),
+            } => SyncRole::Release(Self::entity(&mut self.episodes, e, (*barrier, *generation))),
             K::BarrierExit {
                 barrier,
                 generation,
                 ..
-            } => SyncRole::Acquire(Self::entity(
-                &mut self.episodes,
-                e,
-                th,
-                (*barrier, *generation),
-                None,
-            )),
+            } => SyncRole::Acquire(Self::entity(&mut self.episodes, e, (*barrier, *generation))),
             K::Fork { child, .. } => SyncRole::Fork(self.thread(*child)),
             K::Join { child } => SyncRole::Join(self.thread(*child)),
             _ => SyncRole::None,
