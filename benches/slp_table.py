@@ -22,6 +22,11 @@ def timed(cmd):
     return wall, int(m.group(2)) / 1024, p.stderr
 
 
+def ratio(base, t):
+    """`t` against `base` in words."""
+    return f"{base / t:.2f}× faster" if t <= base else f"{t / base:.1f}× slower"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("traces", nargs="+")
@@ -58,7 +63,7 @@ def main():
         ft, c, hb = m["ft"][0], m["compress"][0], m["hb"][0]
         print(f"| {name} | {ev:,} | {size:,} | {seq:,} | {nbytes:,} | {m['none'][0]:.2f} s | "
               f"{ft:.2f} s, {m['ft'][1]:.0f} MB | {c:.2f} s, {m['compress'][1]:.0f} MB | "
-              f"{hb:.3f} s, {m['hb'][1]:.0f} MB | {ft / (c + hb):.2f}× faster | "
+              f"{hb:.3f} s, {m['hb'][1]:.0f} MB | {ratio(ft, c + hb)} | "
               f"{(f'{ft / hb:.0f}× faster') if hb < ft else f'{hb / ft:.1f}× slower'} | "
               f"{m['er_std'][0]:.2f} s | {m['er_slp'][0]:.3f} s |")
 
