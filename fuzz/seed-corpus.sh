@@ -12,7 +12,7 @@ mkdir -p "$c/compile_no_panic" "$c/trace_no_panic"
 find "$root/corpus" -name '*.cj' -exec cp {} "$c/compile_no_panic/" \;
 cp "$here"/seeds/trace_no_panic/*.std "$c/trace_no_panic/"
 cp "$rapid"/*.std "$c/trace_no_panic/"
-for t in detectors_vs_hb detectors_vs_hb_run filters_trace_precise spec_vs_bruteforce interp_vs_jit grits_spec bigfoot_vs_fasttrack; do
+for t in detectors_vs_hb detectors_vs_hb_run filters_trace_precise spec_vs_bruteforce interp_vs_jit grits_spec bigfoot_vs_fasttrack slp_vs_uncompressed; do
     mkdir -p "$c/$t"
     for n in 1 2 3 4 5 6 7 8; do
         seq $((n * 37)) 7919 1000000 | head -c $((n * 64)) > "$c/$t/seed$n"

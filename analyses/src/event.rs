@@ -280,7 +280,7 @@ impl EventKind<'_> {
 
 /// An owned copy of an event, for passes that keep the whole trace (the `hb` oracle,
 /// the trace writer) and for tests.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct OwnedEvent {
     pub tid: Tid,
     pub site: SiteId,
@@ -288,7 +288,7 @@ pub struct OwnedEvent {
     pub kind: OwnedKind,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum OwnedKind {
     Read {
         loc: Loc,

@@ -19,6 +19,7 @@ pub mod pass;
 pub mod passes;
 pub mod report;
 pub mod shared;
+pub mod slp;
 pub mod spin;
 pub mod stats;
 #[cfg(feature = "testing")]

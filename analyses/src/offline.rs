@@ -58,12 +58,12 @@ pub fn run_events(chain: &Chain, events: &[OwnedEvent]) {
 
 /// The thread contexts of an offline run, kept across batches of events.
 #[derive(Default)]
-struct Runner {
+pub(crate) struct Runner {
     cxs: TidMap<ThreadCx>,
 }
 
 impl Runner {
-    fn run(&mut self, chain: &Chain, events: &[OwnedEvent]) {
+    pub(crate) fn run(&mut self, chain: &Chain, events: &[OwnedEvent]) {
         for ev in events {
             match &ev.kind {
                 OwnedKind::Fork { child, handed } => {

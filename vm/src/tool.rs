@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cli;
 pub mod grits;
 pub mod infer;
+pub mod slp;
 
 use std::cell::Cell;
 

@@ -3,12 +3,14 @@
 mod eager_goldilocks;
 mod generate;
 mod long_trace;
+mod loop_trace;
 pub mod oracle_atomicity;
 pub mod oracle_singletrack;
 
 pub use eager_goldilocks::eager_goldilocks;
 pub use generate::{GenConfig, gen_from_bytes, gen_trace};
 pub use long_trace::{LongTraceConfig, write_long_trace};
+pub use loop_trace::{LoopTraceConfig, write_loop_trace};
 
 use std::collections::{BTreeMap, BTreeSet};
 

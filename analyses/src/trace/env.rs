@@ -84,6 +84,58 @@ impl TraceEnv {
         self.names.write().recorded = true;
     }
 
+    /// Every name, for the `.slp` writer (`crate::slp`).
+    pub(crate) fn export(&self) -> ExportedNames {
+        let n = self.names.read();
+        let mut site_table: Vec<(u32, SiteInfo)> =
+            n.site_table.iter().map(|(k, v)| (*k, v.clone())).collect();
+        site_table.sort_by_key(|(k, _)| *k);
+        ExportedNames {
+            threads: n
+                .threads
+                .iter()
+                .enumerate()
+                .filter_map(|(t, s)| s.clone().map(|s| (t as Tid, s)))
+                .collect(),
+            vars: n.vars.clone(),
+            objs: n.objs.clone(),
+            methods: n.methods.clone(),
+            site_tokens: n.site_tokens.clone(),
+            site_table,
+            recorded: n.recorded,
+        }
+    }
+
+    /// An env holding exactly `names` (the `.slp` reader).
+    pub(crate) fn from_names(e: ExportedNames) -> TraceEnv {
+        let mut n = Names {
+            var_index: e
+                .vars
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), i as u32))
+                .collect(),
+            vars: e.vars,
+            objs: e.objs,
+            methods: e.methods,
+            site_tokens: e.site_tokens,
+            site_table: e.site_table.into_iter().collect(),
+            recorded: e.recorded,
+            ..Names::default()
+        };
+        for (t, name) in e.threads {
+            let i = t as usize;
+            if n.threads.len() <= i {
+                n.threads.resize(i + 1, None);
+            }
+            n.threads[i] = Some(name.clone());
+            n.thread_index.insert(name, t);
+        }
+        TraceEnv {
+            names: RwLock::new(n),
+        }
+    }
+
     /// The tid of the thread the trace calls `name`, if it has one.
     pub fn known_thread(&self, name: &str) -> Option<Tid> {
         self.names.read().thread_index.get(name).copied()
@@ -127,6 +179,18 @@ impl TraceEnv {
     pub fn is_recorded(&self) -> bool {
         self.names.read().recorded
     }
+}
+
+/// A copy of a [`TraceEnv`]'s names ([`TraceEnv::export`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ExportedNames {
+    pub threads: Vec<(Tid, String)>,
+    pub vars: Vec<String>,
+    pub objs: Vec<String>,
+    pub methods: Vec<String>,
+    pub site_tokens: Vec<String>,
+    pub site_table: Vec<(u32, SiteInfo)>,
+    pub recorded: bool,
 }
 
 /// `n` of a thread name `T<n>` (at most four digits, below [`MAX_NUMBERED_TID`]).

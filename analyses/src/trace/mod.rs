@@ -65,6 +65,7 @@ mod write;
 
 use std::sync::Arc;
 
+pub(crate) use env::ExportedNames;
 pub use env::TraceEnv;
 pub use normalize::Normalizer;
 pub use parse::parse_std;

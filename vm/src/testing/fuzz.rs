@@ -33,6 +33,7 @@ pub fn replay(name: &str, data: &[u8]) -> Result<(), String> {
         "filters_trace_precise" => filters_trace_precise(data),
         "spec_vs_bruteforce" => spec_vs_bruteforce(data),
         "interp_vs_jit" => interp_vs_jit(data),
+        "slp_vs_uncompressed" => slp_vs_uncompressed(data),
         "compile_no_panic" => panic_oracles::compile_no_panic(data),
         "trace_no_panic" => panic_oracles::trace_no_panic(data),
         "trace_names_no_panic" => panic_oracles::trace_names_no_panic(data),
@@ -79,6 +80,13 @@ pub fn spec_vs_bruteforce(data: &[u8]) -> Result<(), String> {
         ..cfg
     };
     specs_agree_with_bruteforce(&renumber(&gen_trace(seed, &cfg))?)
+}
+
+/// Property 3 on a generated trace: the first byte seeds the random grammars.
+pub fn slp_vs_uncompressed(data: &[u8]) -> Result<(), String> {
+    let seed = data.first().copied().unwrap_or(0) as u64;
+    let trace = renumber(&gen_from_bytes(data.get(1..).unwrap_or(&[])))?;
+    super::slp_oracles::slp_agrees(&trace, seed)
 }
 
 /// Property 5 on a generated program.

@@ -12,7 +12,8 @@
 //! - [`fuzz`]: the fuzz targets' bodies (bytes in) and [`fuzz::replay`].
 //! - [`log`]: the in-process event recorder the program oracles use.
 //!
-//! Property 3 (SLP compression) has no oracle: there is no compressor yet.
+//! - [`slp_oracles`]: (3) analyses of SLP-compressed traces (on the grammar, or on
+//!   the streamed expansion) agree with the uncompressed ones, whatever the grammar.
 
 pub mod bigfoot;
 pub mod fuzz;
@@ -20,4 +21,5 @@ pub mod grits_oracle;
 pub mod log;
 pub mod panic_oracles;
 pub mod program_oracles;
+pub mod slp_oracles;
 pub mod trace_oracles;

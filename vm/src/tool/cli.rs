@@ -59,6 +59,8 @@ enum Cmd {
     },
     /// Analyse a recorded trace offline.
     Analyze(AnalyzeArgs),
+    /// Compress a trace into a grammar (SLP): `capvm analyze` reads the `.slp`.
+    Compress(crate::tool::slp::CompressArgs),
     /// Infer the capsule classes: capsule detection to a fixed point; writes FILE.capsules.
     InferCapsules(InferArgs),
     /// Infer each location's synchronization discipline (Hominy Grits) from one run
@@ -109,8 +111,9 @@ struct RunArgs {
     /// Print per-pass statistics on stderr.
     #[arg(long)]
     stats: bool,
-    /// Record the event trace (STD format) to this file.
-    #[arg(long, value_name = "FILE.std")]
+    /// Record the event trace to this file: STD format, or compressed (SLP) if the
+    /// name ends in `.slp`.
+    #[arg(long, value_name = "FILE.std|FILE.slp")]
     record: Option<PathBuf>,
     /// Stop with a runtime error after N executed basic blocks in one thread.
     #[arg(long, value_name = "N")]
@@ -137,7 +140,8 @@ struct RunArgs {
 
 #[derive(Args, Debug)]
 struct AnalyzeArgs {
-    /// The trace (RAPID STD format with capvm's extension).
+    /// The trace (RAPID STD format with capvm's extension, or a compressed `.slp`,
+    /// recognised by content, or a ZipTrack directory).
     trace: PathBuf,
     /// Analysis chain [default: fasttrack].
     #[arg(long, value_name = "CHAIN")]
@@ -202,6 +206,7 @@ fn run_cli(args: impl IntoIterator<Item = OsString>) -> i32 {
             Err(code) => code,
         },
         Cmd::Analyze(a) => cmd_analyze(a),
+        Cmd::Compress(a) => crate::tool::slp::cmd_compress(a),
         Cmd::InferCapsules(a) => cmd_infer(a),
         Cmd::InferDisciplines(a) => crate::tool::grits::cmd_infer_disciplines(a),
         Cmd::Bench(a) => crate::tool::bench::cmd_bench(a),
@@ -409,6 +414,9 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
     use analyses::offline::{Mode, StreamError, analyze_stream};
     use analyses::trace::{ReadError, TraceInput};
     let spec = a.tools.as_deref().unwrap_or(DEFAULT_ANALYZE_TOOLS);
+    if crate::tool::slp::is_slp_file(&a.trace) || a.trace.is_dir() {
+        return crate::tool::slp::cmd_analyze_slp(&a.trace, spec, a.report.as_deref(), a.stats);
+    }
     // A recorded trace carries the program's sites: fold by sites, as the run that
     // wrote it did (same warnings and counts). Any other trace gives every event a
     // site of its own (its line), so folding by sites would keep one warning per racy
