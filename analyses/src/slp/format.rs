@@ -21,14 +21,17 @@
 //! 3 `vw(loc, opt obj)`, 4 `acq(obj)`, 5 `rel(obj)`, 6 `fork(tid, n, n × obj)`,
 //! 7 `join(tid)`, 8 `bar_enter(obj, generation, parties)`, 9 `bar_exit(…)`,
 //! 10 `alloc(obj)`, 11 `enter(method, opt obj, n, n × obj)`, 12 `exit(method, opt obj)`,
-//! 13 `begin(spec)`, 14 `end(spec)` (spec 0 = atomic, 1 = det), 15 `tstart`, 16 `tend`;
-//! a loc is (object, slot). Any malformed input is an [`SlpError`] naming the byte
+//! 13 `begin(spec)`, 14 `end(spec)` (spec 0 = atomic, 1 = det), 15 `tstart`, 16 `tend`,
+//! 17 a BigFoot check `(loc, op 0 = read | 1 = write, span)` with span 0 (the location),
+//! 1 `mask` (a field group) or 2 `hi, step, len` (an array range); a loc is (object,
+//! slot). Recorded traces hold no checks (placement is redone whenever a program is
+//! compiled), but the format round-trips every event kind. Any malformed input is an [`SlpError`] naming the byte
 //! offset (and the rule, for rules), never a panic.
 
 use std::sync::Arc;
 
 use crate::env::SiteInfo;
-use crate::event::{Loc, MethodId, ObjId, OwnedKind, SiteId, Spec};
+use crate::event::{CheckSpan, Loc, MethodId, ObjId, OwnedKind, SiteId, Spec};
 use crate::trace::{ExportedNames, TraceEnv};
 
 use super::{Grammar, Item, Label, SiteCode, Sym};
@@ -185,6 +188,24 @@ impl W {
             }
             K::ThreadStart => self.u(15),
             K::ThreadEnd => self.u(16),
+            K::Check { loc, op, span } => {
+                self.u(17);
+                self.loc(*loc);
+                self.u(matches!(op, crate::event::Op::Write) as u64);
+                match *span {
+                    CheckSpan::One => self.u(0),
+                    CheckSpan::Fields(mask) => {
+                        self.u(1);
+                        self.u(mask);
+                    }
+                    CheckSpan::Range { hi, step, len } => {
+                        self.u(2);
+                        self.u(hi as u64);
+                        self.u(step as u64);
+                        self.u(len as u64);
+                    }
+                }
+            }
         }
     }
 }
@@ -389,6 +410,27 @@ impl R<'_> {
             14 => K::End { spec: self.spec()? },
             15 => K::ThreadStart,
             16 => K::ThreadEnd,
+            17 => {
+                let loc = self.loc()?;
+                let op_at = self.pos;
+                let op = match self.u()? {
+                    0 => crate::event::Op::Read,
+                    1 => crate::event::Op::Write,
+                    x => return self.err(op_at, format!("unknown check operation {x}")),
+                };
+                let span_at = self.pos;
+                let span = match self.u()? {
+                    0 => CheckSpan::One,
+                    1 => CheckSpan::Fields(self.u()?),
+                    2 => CheckSpan::Range {
+                        hi: self.u32("range end")?,
+                        step: self.u32("range step")?,
+                        len: self.u32("array length")?,
+                    },
+                    x => return self.err(span_at, format!("unknown check span {x}")),
+                };
+                K::Check { loc, op, span }
+            }
             x => return self.err(at, format!("unknown event kind {x}")),
         })
     }
