@@ -21,8 +21,9 @@
 //! Concurrency: `C_t` lives in the thread's own `ThreadState` (only that thread
 //! writes it). The clocks of locks with small ids (the dense ids of traces) live in
 //! a table of [`SpinCell`]s, one per lock; other lock, volatile and barrier clocks
-//! live in sharded maps behind mutexes; the producer's ordering guarantees make each update happen-before the
-//! reads that depend on it, the mutexes make that a Rust-level guarantee too.
+//! live in sharded maps behind mutexes; the producer's ordering guarantees make each
+//! update happen-before the reads that depend on it, the locks make that a Rust-level
+//! guarantee too.
 
 use hashbrown::HashMap;
 use parking_lot::Mutex;
@@ -90,6 +91,11 @@ impl Clocks {
     /// Run `f` on the clock of `lock` (`L_m`: its last releaser's clock), if it was
     /// ever released. Read by passes that label happens-before edges (`grits`).
     pub fn with_lock<R>(&self, lock: ObjId, f: impl FnOnce(Option<&VectorClock>) -> R) -> R {
+        if (lock.0 as usize) < SMALL_LOCKS {
+            // An empty clock: never released (a release stores at least `C_t[t] >= 1`).
+            let l = self.small_locks[lock.0 as usize].lock();
+            return f((!l.is_empty()).then_some(&*l));
+        }
         f(self.locks[shard_of(lock.0)].lock().get(&lock))
     }
 
