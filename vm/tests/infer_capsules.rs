@@ -164,7 +164,7 @@ fn outside_field_access_demotes_the_class() {
         "{out}"
     );
     // Both sites of the violation are named.
-    assert!(out.contains("capsule_outside_access.cj:21:"), "{out}");
+    assert!(out.contains("capsule_outside_access.cj:23:"), "{out}");
     let saved = std::fs::read_to_string(file.with_extension("capsules")).expect("capsules file");
     assert!(!saved.lines().any(|l| l == "Account"), "{saved}");
     assert!(saved.lines().any(|l| l == "Main"), "{saved}");
