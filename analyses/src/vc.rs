@@ -18,6 +18,17 @@ impl Epoch {
     pub fn new(tid: Tid, clock: Clock) -> Self {
         Epoch { tid, clock }
     }
+    /// The epoch as one word (thread in the high half, clock in the low), for shadow
+    /// cells that keep epochs in atomics.
+    #[inline]
+    pub fn pack(self) -> u64 {
+        ((self.tid as u64) << 32) | self.clock as u64
+    }
+    /// The inverse of [`Epoch::pack`].
+    #[inline]
+    pub fn unpack(x: u64) -> Epoch {
+        Epoch::new((x >> 32) as Tid, x as u32)
+    }
     /// `self ⪯ v`: the event at this epoch happens before (or is) the state `v`.
     #[inline]
     pub fn leq(self, v: &VectorClock) -> bool {

@@ -685,7 +685,7 @@ fn forward_block(
                 block: b,
                 at: i,
                 edge_to: None,
-                site: site_of(cx, inst).unwrap_or(f.site),
+                site: inst.site().unwrap_or(f.site),
                 paths: here,
             });
         }
@@ -722,37 +722,6 @@ fn forward_block(
         }
     }
     (pending, out)
-}
-
-fn site_of(cx: &Ctx<'_>, inst: &Inst) -> Option<SiteId> {
-    let _ = cx;
-    match inst {
-        Inst::Binary { site, .. }
-        | Inst::GetField { site, .. }
-        | Inst::PutField { site, .. }
-        | Inst::GetStatic { site, .. }
-        | Inst::PutStatic { site, .. }
-        | Inst::ArrayLoad { site, .. }
-        | Inst::ArrayStore { site, .. }
-        | Inst::ArrayLength { site, .. }
-        | Inst::New { site, .. }
-        | Inst::NewArray { site, .. }
-        | Inst::Call { site, .. }
-        | Inst::Fork { site, .. }
-        | Inst::Join { site, .. }
-        | Inst::MonitorEnter { site, .. }
-        | Inst::MonitorExit { site, .. }
-        | Inst::Wait { site, .. }
-        | Inst::Notify { site, .. }
-        | Inst::NewBarrier { site, .. }
-        | Inst::BarrierAwait { site, .. }
-        | Inst::SpecBegin { site, .. }
-        | Inst::SpecEnd { site, .. }
-        | Inst::Print { site, .. }
-        | Inst::Assert { site, .. }
-        | Inst::Check { site, .. } => Some(*site),
-        _ => None,
-    }
 }
 
 /// Where a field is checked: (function, check, object local, kind).

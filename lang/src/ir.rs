@@ -535,6 +535,40 @@ pub enum Inst {
     },
 }
 
+impl Inst {
+    /// The source position of an instruction that has one (heap, synchronization,
+    /// calls, output, checks; not the pure moves and jumps).
+    pub fn site(&self) -> Option<SiteId> {
+        match self {
+            Inst::Binary { site, .. }
+            | Inst::GetField { site, .. }
+            | Inst::PutField { site, .. }
+            | Inst::GetStatic { site, .. }
+            | Inst::PutStatic { site, .. }
+            | Inst::ArrayLoad { site, .. }
+            | Inst::ArrayStore { site, .. }
+            | Inst::ArrayLength { site, .. }
+            | Inst::New { site, .. }
+            | Inst::NewArray { site, .. }
+            | Inst::Call { site, .. }
+            | Inst::Fork { site, .. }
+            | Inst::Join { site, .. }
+            | Inst::MonitorEnter { site, .. }
+            | Inst::MonitorExit { site, .. }
+            | Inst::Wait { site, .. }
+            | Inst::Notify { site, .. }
+            | Inst::NewBarrier { site, .. }
+            | Inst::BarrierAwait { site, .. }
+            | Inst::SpecBegin { site, .. }
+            | Inst::SpecEnd { site, .. }
+            | Inst::Print { site, .. }
+            | Inst::Assert { site, .. }
+            | Inst::Check { site, .. } => Some(*site),
+            _ => None,
+        }
+    }
+}
+
 /// What a [`Inst::Check`] checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CheckTarget {

@@ -71,37 +71,8 @@ fn spec_of(s: Spec) -> ASpec {
 pub(crate) fn block_site(func: &Function, bi: usize) -> SiteId {
     func.blocks
         .get(bi)
-        .and_then(|b| b.insts.iter().find_map(inst_site))
+        .and_then(|b| b.insts.iter().find_map(Inst::site))
         .unwrap_or(func.site)
-}
-
-fn inst_site(i: &Inst) -> Option<SiteId> {
-    match i {
-        Inst::Binary { site, .. }
-        | Inst::GetField { site, .. }
-        | Inst::PutField { site, .. }
-        | Inst::GetStatic { site, .. }
-        | Inst::PutStatic { site, .. }
-        | Inst::ArrayLoad { site, .. }
-        | Inst::ArrayStore { site, .. }
-        | Inst::ArrayLength { site, .. }
-        | Inst::New { site, .. }
-        | Inst::NewArray { site, .. }
-        | Inst::Call { site, .. }
-        | Inst::Fork { site, .. }
-        | Inst::Join { site, .. }
-        | Inst::MonitorEnter { site, .. }
-        | Inst::MonitorExit { site, .. }
-        | Inst::Wait { site, .. }
-        | Inst::Notify { site, .. }
-        | Inst::NewBarrier { site, .. }
-        | Inst::BarrierAwait { site, .. }
-        | Inst::SpecBegin { site, .. }
-        | Inst::SpecEnd { site, .. }
-        | Inst::Print { site, .. }
-        | Inst::Assert { site, .. } => Some(*site),
-        _ => None,
-    }
 }
 
 /// The CapJava stack for an error at `site` in the innermost frame.

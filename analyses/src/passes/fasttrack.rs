@@ -207,16 +207,6 @@ impl Drop for Cold {
 /// thread ids stay below 2^31).
 const SHARED_TAG: u64 = 1 << 63;
 
-#[inline]
-fn pack(e: Epoch) -> u64 {
-    ((e.tid as u64) << 32) | e.clock as u64
-}
-
-#[inline]
-fn unpack(x: u64) -> Epoch {
-    Epoch::new((x >> 32) as Tid, x as u32)
-}
-
 /// The FT2 rules, for statistics (how often each fired) and tests.
 #[derive(Copy, Clone, Debug)]
 enum Rule {
@@ -302,9 +292,9 @@ impl FastTrack {
         let e = t.epoch();
         let rep = &self.shared.reporter;
         let mut slow = c.slow.lock();
-        let (w, r) = (unpack(h.w.load(Relaxed)), h.r.load(Relaxed));
+        let (w, r) = (Epoch::unpack(h.w.load(Relaxed)), h.r.load(Relaxed));
         // [FT read same epoch] (again: another thread may have changed R meanwhile)
-        if r == pack(e) {
+        if r == Epoch::pack(e) {
             return Rule::ReadSameEpoch;
         }
         if let Some(sh) = c.shared()
@@ -322,10 +312,10 @@ impl FastTrack {
             c.set_shared(h, t.tid, e.clock, cur);
             return Rule::ReadShared;
         }
-        let r = unpack(r);
+        let r = Epoch::unpack(r);
         if r.tid == t.tid || r.leq(&t.vc) {
             // [FT read exclusive]
-            h.r.store(pack(e), Relaxed);
+            h.r.store(Epoch::pack(e), Relaxed);
             slow.r_site = Site::of(&cur);
             Rule::ReadExclusive
         } else {
@@ -342,7 +332,7 @@ impl FastTrack {
         let e = t.epoch();
         let rep = &self.shared.reporter;
         let mut slow = c.slow.lock();
-        let (w, r) = (unpack(h.w.load(Relaxed)), h.r.load(Relaxed));
+        let (w, r) = (Epoch::unpack(h.w.load(Relaxed)), h.r.load(Relaxed));
         // [FT write same epoch]
         if w == e {
             return Rule::WriteSameEpoch;
@@ -354,7 +344,7 @@ impl FastTrack {
         match c.shared() {
             // [FT read-write race]
             None => {
-                let r = unpack(r);
+                let r = Epoch::unpack(r);
                 if r.tid != t.tid && !r.leq(&t.vc) {
                     Self::race(rep, loc, slow.r_site.acc(r, Op::Read), &cur, "read-write");
                 }
@@ -372,7 +362,7 @@ impl FastTrack {
             }
         }
         // [FT write exclusive / write shared]: FT2 keeps a shared read state.
-        h.w.store(pack(e), Relaxed);
+        h.w.store(Epoch::pack(e), Relaxed);
         slow.w_site = Site::of(&cur);
         match c.shared() {
             None => Rule::WriteExclusive,
@@ -410,7 +400,7 @@ impl Pass for FastTrack {
                 let h = self.hot.get(key);
                 let e = t.epoch();
                 let r = h.r.load(Acquire);
-                if r == pack(e) {
+                if r == Epoch::pack(e) {
                     Rule::ReadSameEpoch
                 } else if r & SHARED_TAG != 0 && shared_clock(r, t.tid) == e.clock {
                     Rule::ReadSharedSameEpoch
@@ -422,7 +412,7 @@ impl Pass for FastTrack {
             EventKind::Write { loc, .. } => {
                 let key = loc.key();
                 let h = self.hot.get(key);
-                if h.w.load(Relaxed) == pack(t.epoch()) {
+                if h.w.load(Relaxed) == Epoch::pack(t.epoch()) {
                     Rule::WriteSameEpoch
                 } else {
                     let cur = Acc::of(t, ev, Op::Write);
@@ -493,8 +483,8 @@ mod tests {
     #[test]
     fn epochs_pack_and_unpack() {
         for e in [Epoch::NONE, Epoch::new(0, 1), Epoch::new(3, u32::MAX)] {
-            assert_eq!(unpack(pack(e)), e);
-            assert_eq!(pack(e) & SHARED_TAG, 0);
+            assert_eq!(Epoch::unpack(Epoch::pack(e)), e);
+            assert_eq!(Epoch::pack(e) & SHARED_TAG, 0);
         }
     }
 }

@@ -177,16 +177,6 @@ fn op_of(c: u8) -> AccOp {
     }
 }
 
-#[inline]
-fn pack(e: Epoch) -> u64 {
-    ((e.tid as u64) << 32) | e.clock as u64
-}
-
-#[inline]
-fn unpack(x: u64) -> Epoch {
-    Epoch::new((x >> 32) as Tid, x as u32)
-}
-
 /// A read since the last write: its epoch (0: none), its thread's stamp, its
 /// OrderSet (reused while the thread learns nothing new) and where it was.
 #[derive(Copy, Clone, Default)]
@@ -245,12 +235,12 @@ impl Cell {
             .chain(self.more.iter().flat_map(|v| v.iter()))
     }
     fn read_of(&mut self, t: Tid) -> Option<&mut ReadE> {
-        if self.rd.e != 0 && unpack(self.rd.e).tid == t {
+        if self.rd.e != 0 && Epoch::unpack(self.rd.e).tid == t {
             return Some(&mut self.rd);
         }
         self.more
             .as_mut()
-            .and_then(|v| v.iter_mut().find(|r| unpack(r.e).tid == t))
+            .and_then(|v| v.iter_mut().find(|r| Epoch::unpack(r.e).tid == t))
     }
     fn add_read(&mut self, r: ReadE) {
         if self.rd.e == 0 {
@@ -267,7 +257,7 @@ impl Cell {
 
 fn acc_of(e: u64, op: Op, site: SiteId, ctx: CtxId) -> Acc {
     Acc {
-        tid: unpack(e).tid,
+        tid: Epoch::unpack(e).tid,
         op,
         site,
         ctx,
@@ -396,7 +386,7 @@ impl Grits {
     /// The OrderSet (interned) of an access by `t` after the access at epoch `e` whose
     /// thread had knowledge stamp `stamp`.
     fn order_set(&self, t: &ThreadState, tl: &mut TLocal, e: u64, stamp: u32) -> u32 {
-        let ep = unpack(e);
+        let ep = Epoch::unpack(e);
         if ep.tid == t.tid && stamp == tl.stamp {
             return 0; // nothing learnt since this thread's own access
         }
@@ -432,9 +422,9 @@ impl Grits {
         if c.flags & (RACY | DONE | SKIP) != 0 {
             return;
         }
-        let e = pack(t.epoch());
+        let e = Epoch::pack(t.epoch());
         let ordered = |x: u64| {
-            let x = unpack(x);
+            let x = Epoch::unpack(x);
             x.tid == t.tid || x.leq(&t.vc)
         };
         let wr_acc = |c: &Cell| acc_of(c.wr, Op::Write, c.wr_site, c.wr_ctx);
@@ -481,7 +471,7 @@ impl Grits {
                 let mut m = 0;
                 let mut from = None;
                 let mut union: Option<OrderSet> = None;
-                for r in c.reads().filter(|r| unpack(r.e).tid != t.tid) {
+                for r in c.reads().filter(|r| Epoch::unpack(r.e).tid != t.tid) {
                     let mr = self.order_set(t, tl, r.e, r.stamp);
                     from = Some(acc_of(r.e, Op::Read, r.site, r.ctx));
                     let u = union.get_or_insert_with(OrderSet::new);
