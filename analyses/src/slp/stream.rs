@@ -10,8 +10,7 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
-use crate::event::OwnedEvent;
-use crate::offline::BATCH;
+use crate::offline::{BATCH, Batch, produce};
 use crate::trace::{ReadError, StdReader, TraceEnv, TraceInput, reserved_tids};
 
 use super::{Compressor, Grammar, write_slp};
@@ -20,26 +19,10 @@ fn compress_reader<R: Read + Send>(
     reader: StdReader<R>,
     env: Arc<TraceEnv>,
 ) -> Result<Grammar, ReadError> {
-    type Batch = Result<Vec<OwnedEvent>, ReadError>;
     let (tx, rx) = crossbeam_channel::bounded::<Batch>(8);
     let mut reader = reader;
     std::thread::scope(|s| {
-        s.spawn(move || {
-            loop {
-                let mut batch = Vec::with_capacity(BATCH + 16);
-                match reader.read_batch(&mut batch, BATCH) {
-                    Ok(more) => {
-                        if tx.send(Ok(batch)).is_err() || !more {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        break;
-                    }
-                }
-            }
-        });
+        s.spawn(move || produce(&mut reader, &tx, || Vec::with_capacity(BATCH + 16)));
         let mut c = Compressor::new();
         for batch in rx.iter() {
             for e in batch? {
