@@ -27,6 +27,31 @@ fn plain(c: u8) -> bool {
     (0x21..0x7f).contains(&c) && !matches!(c, b'|' | b'(' | b')' | b',')
 }
 
+/// The first `\n` among the first `valid` bytes of `w` (the window of a line that
+/// starts at `w[0]`): two 16-byte compares.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(super) fn newline_in_window(w: &[u8; WINDOW], valid: usize) -> Option<usize> {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+    debug_assert!(valid <= WINDOW);
+    // SAFETY: SSE2 is part of the x86-64 baseline; both loads are inside `w`.
+    let m = unsafe {
+        let nl = _mm_set1_epi8(b'\n' as i8);
+        let lo = _mm_loadu_si128(w.as_ptr().cast());
+        let hi = _mm_loadu_si128(w.as_ptr().add(16).cast());
+        (_mm_movemask_epi8(_mm_cmpeq_epi8(lo, nl)) as u32 & 0xffff)
+            | ((_mm_movemask_epi8(_mm_cmpeq_epi8(hi, nl)) as u32) << 16)
+    };
+    let m = m & ((1u64 << valid) - 1) as u32;
+    (m != 0).then(|| m.trailing_zeros() as usize)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+pub(super) fn newline_in_window(w: &[u8; WINDOW], valid: usize) -> Option<usize> {
+    w[..valid].iter().position(|&b| b == b'\n')
+}
+
 /// The site digits after the second `|`: 1 to 10 digits, below the token bit.
 fn site(digits: &[u8]) -> Option<u32> {
     if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
@@ -214,7 +239,7 @@ pub(super) struct NameCache {
     slots: Box<[(u128, u64)]>,
 }
 
-const CACHE_BITS: u32 = 11;
+const CACHE_BITS: u32 = 14;
 
 impl Default for NameCache {
     fn default() -> Self {
