@@ -668,7 +668,7 @@ struct FastLine {
     thread: u128,
     name: u128,
     line_no: usize,
-    site: u32,
+    site: fastline::SiteDigits,
     op: SimpleOp,
 }
 
@@ -723,7 +723,7 @@ impl Parser {
             SimpleOp::Acquire | SimpleOp::Release => self.short_obj(f.name).0,
         };
         self.events += 1;
-        let (site, index) = (SiteId(f.site), f.line_no as u64);
+        let (site, index) = (SiteId(f.site.value()), f.line_no as u64);
         if self.norm.push_simple(tid, site, index, f.op, id, out) {
             return Ok(());
         }
