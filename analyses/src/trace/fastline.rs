@@ -35,6 +35,7 @@ impl SiteDigits {
     /// The last eight of `d` (1 to 10) digits ending at `b[n]` (`n >= 8`): only the
     /// digits are read as digits, the bytes before them become `'0'`s. `None` for a
     /// site at or above [`super::TOKEN_SITE_BIT`] (only ten digits can be).
+    #[inline(always)]
     fn at(b: &[u8], n: usize, d: usize) -> Option<SiteDigits> {
         let last8 = u64::from_le_bytes(b[n - 8..n].try_into().expect("8 bytes"));
         let k = d.min(8);
@@ -75,7 +76,7 @@ fn plain(c: u8) -> bool {
 /// The first `\n` among the first `valid` bytes of `w` (the window of a line that
 /// starts at `w[0]`): two 16-byte compares.
 #[cfg(target_arch = "x86_64")]
-#[inline]
+#[inline(always)]
 pub(super) fn newline_in_window(w: &[u8; WINDOW], valid: usize) -> Option<usize> {
     use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
     debug_assert!(valid <= WINDOW);
@@ -144,84 +145,89 @@ pub(super) fn shape_scalar(b: &[u8]) -> Option<Shape> {
 /// The shape of a fast line of `n <= WINDOW` bytes, from the window that starts with
 /// it; `None` for any other line.
 #[cfg(target_arch = "x86_64")]
+#[inline(always)]
 pub(super) fn shape_window(n: usize, w: &[u8; WINDOW]) -> Option<Shape> {
-    // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 CPU has it.
-    unsafe { shape_window_sse2(n, w) }
+    shape_window_sse2(n, w)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse2")]
+#[inline(always)]
 fn shape_window_sse2(n: usize, w: &[u8; WINDOW]) -> Option<Shape> {
-    use std::arch::x86_64::{
-        _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_movemask_epi8,
-        _mm_set_epi64x, _mm_set1_epi8,
-    };
-    debug_assert!(n <= WINDOW);
-    let word = |i: usize| i64::from_le_bytes(w[i..i + 8].try_into().expect("8 bytes"));
-    let (x0, x1) = (
-        _mm_set_epi64x(word(8), word(0)),
-        _mm_set_epi64x(word(24), word(16)),
-    );
-    // One bit per byte of the window, for a byte-wise comparison of both halves.
-    macro_rules! mask {
-        ($f:expr) => {
-            (_mm_movemask_epi8($f(x0)) as u32 & 0xffff) | ((_mm_movemask_epi8($f(x1)) as u32) << 16)
+    // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 CPU has it.
+    unsafe {
+        use std::arch::x86_64::{
+            _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_movemask_epi8,
+            _mm_set_epi64x, _mm_set1_epi8,
         };
+        debug_assert!(n <= WINDOW);
+        let word = |i: usize| i64::from_le_bytes(w[i..i + 8].try_into().expect("8 bytes"));
+        let (x0, x1) = (
+            _mm_set_epi64x(word(8), word(0)),
+            _mm_set_epi64x(word(24), word(16)),
+        );
+        // One bit per byte of the window, for a byte-wise comparison of both halves.
+        macro_rules! mask {
+            ($f:expr) => {
+                (_mm_movemask_epi8($f(x0)) as u32 & 0xffff)
+                    | ((_mm_movemask_epi8($f(x1)) as u32) << 16)
+            };
+        }
+        macro_rules! eq {
+            ($c:expr) => {
+                mask!(|x| _mm_cmpeq_epi8(x, _mm_set1_epi8($c as i8)))
+            };
+        }
+        // Signed compares: bytes >= 0x80 are negative, so they fall outside both ranges.
+        macro_rules! within {
+            ($lo:expr, $hi:expr) => {
+                mask!(|x| _mm_and_si128(
+                    _mm_cmpgt_epi8(x, _mm_set1_epi8($lo as i8 - 1)),
+                    _mm_cmplt_epi8(x, _mm_set1_epi8($hi as i8 + 1)),
+                ))
+            };
+        }
+        let valid = ((1u64 << n) - 1) as u32;
+        let pipes = eq!(b'|') & valid;
+        let opens = eq!(b'(') & valid;
+        let closes = eq!(b')') & valid;
+        // Every byte of a fast line is printable, and none is a comma: the names are
+        // plain, the operation is letters, the site digits.
+        if within!(0x21u8, 0x7eu8) & valid != valid
+            || eq!(b',') & valid != 0
+            || !one_bit(pipes & pipes.wrapping_sub(1))
+            || !one_bit(opens)
+            || !one_bit(closes)
+            || w[0] == b'#'
+        {
+            return None;
+        }
+        let p1 = pipes.trailing_zeros() as usize;
+        let p2 = 31 - pipes.leading_zeros() as usize;
+        let open = opens.trailing_zeros() as usize;
+        let close = closes.trailing_zeros() as usize;
+        if p1 == 0 || !(p1 < open && open + 1 < close && close + 1 == p2) {
+            return None;
+        }
+        if !matches!(&w[p1 + 1..open], b"r" | b"w" | b"acq" | b"rel") {
+            return None;
+        }
+        // At least 8 bytes here: a thread, an operation, a name, a digit and 4 delimiters.
+        let after = valid & !((2u64 << p2) - 1) as u32;
+        let digits = n - p2 - 1;
+        if after == 0 || digits > 10 || within!(b'0', b'9') & after != after {
+            return None;
+        }
+        Some(Shape {
+            p1,
+            open,
+            close,
+            site: site_digits(w, n, digits)?,
+        })
     }
-    macro_rules! eq {
-        ($c:expr) => {
-            mask!(|x| _mm_cmpeq_epi8(x, _mm_set1_epi8($c as i8)))
-        };
-    }
-    // Signed compares: bytes >= 0x80 are negative, so they fall outside both ranges.
-    macro_rules! within {
-        ($lo:expr, $hi:expr) => {
-            mask!(|x| _mm_and_si128(
-                _mm_cmpgt_epi8(x, _mm_set1_epi8($lo as i8 - 1)),
-                _mm_cmplt_epi8(x, _mm_set1_epi8($hi as i8 + 1)),
-            ))
-        };
-    }
-    let valid = ((1u64 << n) - 1) as u32;
-    let pipes = eq!(b'|') & valid;
-    let opens = eq!(b'(') & valid;
-    let closes = eq!(b')') & valid;
-    // Every byte of a fast line is printable, and none is a comma: the names are
-    // plain, the operation is letters, the site digits.
-    if within!(0x21u8, 0x7eu8) & valid != valid
-        || eq!(b',') & valid != 0
-        || !one_bit(pipes & pipes.wrapping_sub(1))
-        || !one_bit(opens)
-        || !one_bit(closes)
-        || w[0] == b'#'
-    {
-        return None;
-    }
-    let p1 = pipes.trailing_zeros() as usize;
-    let p2 = 31 - pipes.leading_zeros() as usize;
-    let open = opens.trailing_zeros() as usize;
-    let close = closes.trailing_zeros() as usize;
-    if p1 == 0 || !(p1 < open && open + 1 < close && close + 1 == p2) {
-        return None;
-    }
-    if !matches!(&w[p1 + 1..open], b"r" | b"w" | b"acq" | b"rel") {
-        return None;
-    }
-    // At least 8 bytes here: a thread, an operation, a name, a digit and 4 delimiters.
-    let after = valid & !((2u64 << p2) - 1) as u32;
-    let digits = n - p2 - 1;
-    if after == 0 || digits > 10 || within!(b'0', b'9') & after != after {
-        return None;
-    }
-    Some(Shape {
-        p1,
-        open,
-        close,
-        site: site_digits(w, n, digits)?,
-    })
 }
 
 /// The `d` (1 to 10) checked digits that end at `w[n]` (`n >= 8`).
+#[inline(always)]
 fn site_digits(w: &[u8; WINDOW], n: usize, d: usize) -> Option<SiteDigits> {
     SiteDigits::at(w, n, d)
 }
@@ -247,6 +253,7 @@ pub(super) fn short_key(b: &[u8]) -> Option<u128> {
 }
 
 /// [`short_key`] of `w[from..from + len]`, by shifts of the window's two halves.
+#[inline(always)]
 pub(super) fn name_key(w: &[u8; WINDOW], from: usize, len: usize) -> Option<u128> {
     if len == 0 || len > 15 || from + len > WINDOW {
         return None;

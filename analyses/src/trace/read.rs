@@ -132,6 +132,7 @@ impl<R: Read> Lines<R> {
     /// The next line (without its `\n`), its 1-based number and the [`WINDOW`] bytes
     /// from its start (past its end they are other lines' bytes, or stale).
     #[allow(clippy::type_complexity)]
+    #[inline(always)]
     fn next_line(&mut self) -> Result<Option<(usize, &[u8], &[u8; WINDOW])>, LineError> {
         // The common case: the line ends inside the window that starts it.
         let avail = self.filled - self.pos;
@@ -676,6 +677,7 @@ struct FastLine {
 /// names of printable ASCII of at most 15 bytes and a decimal site, lexed straight from
 /// the bytes; `None` for any other line, which the general path reads. Accepts only
 /// lines the general path reads the same way.
+#[inline(always)]
 fn lex_fast(line_no: usize, b: &[u8], window: &[u8; WINDOW]) -> Option<FastLine> {
     let short = b.len() <= WINDOW;
     let s = if short {
@@ -906,6 +908,28 @@ impl<R: Read> StdLexer<R> {
     /// Up to `max` more lines into `out` (cleared first). Returns whether more may
     /// follow: `false` once `out.end` says how the input ended.
     pub fn lex(&mut self, out: &mut Lexed, max: usize) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+            && std::is_x86_feature_detected!("popcnt")
+        {
+            // SAFETY: the CPU has the features `lex_modern` is compiled for.
+            return unsafe { self.lex_modern(out, max) };
+        }
+        self.lex_lines(out, max)
+    }
+
+    /// [`Self::lex`] compiled for the CPUs of the last decade: the same code, with
+    /// flag-free shifts (the names' 128-bit keys), bit counts and VEX encodings.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
+    fn lex_modern(&mut self, out: &mut Lexed, max: usize) -> bool {
+        self.lex_lines(out, max)
+    }
+
+    #[inline(always)]
+    fn lex_lines(&mut self, out: &mut Lexed, max: usize) -> bool {
         out.clear();
         if let Some(failed) = self.ended {
             out.end = Some(if failed {
