@@ -4,12 +4,23 @@
 //! every reference trace, on generated traces, and on malformed input.
 
 use analyses::ChainOptions;
-use analyses::offline::{Mode, StreamError, Streamed, analyze, analyze_stream};
+use analyses::offline::{
+    Balance, Mode, StreamError, Streamed, analyze, analyze_stream, with_balance,
+};
 use analyses::report::{render_text, warning_json};
 use analyses::testing::{GenConfig, LongTraceConfig, gen_trace, write_long_trace};
 use analyses::trace::{ReadError, TraceEnv, TraceInput, parse_std};
 
 const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rapid");
+/// One thread; pipelined as it balances itself, with the reading thread parsing
+/// every batch, with the analysis thread parsing every batch, and taking turns.
+const MODES: [(Mode, Balance); 5] = [
+    (Mode::Single, Balance::Behind(1)),
+    (Mode::Pipelined, Balance::Behind(1)),
+    (Mode::Pipelined, Balance::Behind(0)),
+    (Mode::Pipelined, Balance::Behind(usize::MAX)),
+    (Mode::Pipelined, Balance::Alternate),
+];
 const CHAINS: [&str; 3] = [
     "fasttrack:djit:goldilocks:eraser:hb",
     "atomicity:count",
@@ -49,9 +60,9 @@ fn same_everywhere(name: &str, text: &str) -> usize {
             let held = analyze(&trace, spec, options).unwrap();
             let want = outcome(&held, &trace.env);
             warnings += held.warnings().len();
-            for mode in [Mode::Single, Mode::Pipelined] {
-                let s = stream(text, spec, fold, mode)
-                    .unwrap_or_else(|e| panic!("{name} {spec} {mode:?}: {e}"));
+            for (mode, behind) in MODES {
+                let s = with_balance(behind, || stream(text, spec, fold, mode))
+                    .unwrap_or_else(|e| panic!("{name} {spec} {mode:?} {behind:?}: {e}"));
                 assert_eq!(
                     outcome(&s.chain, &s.env),
                     want,
@@ -252,9 +263,11 @@ fn malformed_traces_give_the_same_first_error_with_its_line() {
             let held = parse_std(&text).expect_err(bad);
             assert_eq!(held.line, line, "{bad}");
             assert!(held.message.contains(msg), "{bad}: {held}");
-            for mode in [Mode::Single, Mode::Pipelined] {
-                match stream(&text, "fasttrack", true, mode) {
-                    Err(StreamError::Read(ReadError::Trace(e))) => assert_eq!(e, held, "{mode:?}"),
+            for (mode, behind) in MODES {
+                match with_balance(behind, || stream(&text, "fasttrack", true, mode)) {
+                    Err(StreamError::Read(ReadError::Trace(e))) => {
+                        assert_eq!(e, held, "{mode:?} {behind:?}")
+                    }
                     Err(e) => panic!("{bad} {mode:?}: {e}"),
                     Ok(_) => panic!("{bad} {mode:?}: read"),
                 }
