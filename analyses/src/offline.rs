@@ -307,23 +307,25 @@ pub enum Balance {
 
 #[cfg(feature = "testing")]
 thread_local! {
-    static BALANCE_FOR_TESTS: std::cell::Cell<Option<Balance>> = const { std::cell::Cell::new(None) };
+    static BALANCE_FOR_TESTS: std::cell::Cell<Option<(Balance, usize)>> = const { std::cell::Cell::new(None) };
 }
 
-/// `Behind(`[`BEHIND`]`)`, or what [`with_balance`] set on this thread.
-fn balance() -> Balance {
+/// `Behind(`[`BEHIND`]`)` and [`LEX_BATCH`] lines per batch, or what [`with_balance`]
+/// set on this thread.
+fn balance() -> (Balance, usize) {
     #[cfg(feature = "testing")]
     if let Some(b) = BALANCE_FOR_TESTS.with(|b| b.get()) {
         return b;
     }
-    Balance::Behind(BEHIND)
+    (Balance::Behind(BEHIND), LEX_BATCH)
 }
 
-/// Run `f` with the pipelined runs it starts on this thread balanced by `balance`, so
-/// that tests can pin every way of splitting the parsing.
+/// Run `f` with the pipelined runs it starts on this thread balanced by `balance`,
+/// in batches of `lines` lines (at least 1), so that tests can pin every way of
+/// splitting the parsing, also on short inputs.
 #[cfg(feature = "testing")]
-pub fn with_balance<T>(balance: Balance, f: impl FnOnce() -> T) -> T {
-    let old = BALANCE_FOR_TESTS.with(|b| b.replace(Some(balance)));
+pub fn with_balance<T>(balance: Balance, lines: usize, f: impl FnOnce() -> T) -> T {
+    let old = BALANCE_FOR_TESTS.with(|b| b.replace(Some((balance, lines.max(1)))));
     let out = f();
     BALANCE_FOR_TESTS.with(|b| b.set(old));
     out
@@ -382,7 +384,7 @@ enum Handed {
 /// chain (`none`) gets the parsing on its otherwise idle thread, a heavy one leaves it
 /// to the reading thread.
 fn run_pipelined<R: std::io::Read + Send>(reader: StdReader<R>, mut consumer: Consumer<'_>) -> Run {
-    let balance = balance();
+    let (balance, lines) = balance();
     let (mut lexer, parser) = reader.split();
     let parser = Mutex::new(parser);
     let unparsed = Unparsed::default();
@@ -397,7 +399,7 @@ fn run_pipelined<R: std::io::Read + Send>(reader: StdReader<R>, mut consumer: Co
                 let mut lexed = lexed_rx
                     .try_recv()
                     .unwrap_or_else(|_| std::mem::take(&mut spare));
-                let more = lexer.lex(&mut lexed, LEX_BATCH);
+                let more = lexer.lex(&mut lexed, lines);
                 let parse_here = match balance {
                     Balance::Behind(b) => full_tx.len() >= b,
                     Balance::Alternate => batch % 2 == 1,

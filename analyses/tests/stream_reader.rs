@@ -13,13 +13,15 @@ use analyses::trace::{ReadError, TraceEnv, TraceInput, parse_std};
 
 const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rapid");
 /// One thread; pipelined as it balances itself, with the reading thread parsing
-/// every batch, with the analysis thread parsing every batch, and taking turns.
-const MODES: [(Mode, Balance); 5] = [
-    (Mode::Single, Balance::Behind(1)),
-    (Mode::Pipelined, Balance::Behind(1)),
-    (Mode::Pipelined, Balance::Behind(0)),
-    (Mode::Pipelined, Balance::Behind(usize::MAX)),
-    (Mode::Pipelined, Balance::Alternate),
+/// every batch, with the analysis thread parsing every batch, and taking turns (in
+/// batches of 3 and 100 lines, so that short traces have many).
+const MODES: [(Mode, Balance, usize); 6] = [
+    (Mode::Single, Balance::Behind(1), 8192),
+    (Mode::Pipelined, Balance::Behind(1), 8192),
+    (Mode::Pipelined, Balance::Behind(0), 100),
+    (Mode::Pipelined, Balance::Behind(usize::MAX), 100),
+    (Mode::Pipelined, Balance::Alternate, 3),
+    (Mode::Pipelined, Balance::Alternate, 100),
 ];
 const CHAINS: [&str; 3] = [
     "fasttrack:djit:goldilocks:eraser:hb",
@@ -60,8 +62,8 @@ fn same_everywhere(name: &str, text: &str) -> usize {
             let held = analyze(&trace, spec, options).unwrap();
             let want = outcome(&held, &trace.env);
             warnings += held.warnings().len();
-            for (mode, behind) in MODES {
-                let s = with_balance(behind, || stream(text, spec, fold, mode))
+            for (mode, behind, lines) in MODES {
+                let s = with_balance(behind, lines, || stream(text, spec, fold, mode))
                     .unwrap_or_else(|e| panic!("{name} {spec} {mode:?} {behind:?}: {e}"));
                 assert_eq!(
                     outcome(&s.chain, &s.env),
@@ -263,8 +265,8 @@ fn malformed_traces_give_the_same_first_error_with_its_line() {
             let held = parse_std(&text).expect_err(bad);
             assert_eq!(held.line, line, "{bad}");
             assert!(held.message.contains(msg), "{bad}: {held}");
-            for (mode, behind) in MODES {
-                match with_balance(behind, || stream(&text, "fasttrack", true, mode)) {
+            for (mode, behind, lines) in MODES {
+                match with_balance(behind, lines, || stream(&text, "fasttrack", true, mode)) {
                     Err(StreamError::Read(ReadError::Trace(e))) => {
                         assert_eq!(e, held, "{mode:?} {behind:?}")
                     }
