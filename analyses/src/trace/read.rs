@@ -91,6 +91,8 @@ struct Lines<R> {
     eof: bool,
     line_no: usize,
     bytes: u64,
+    /// Offset in the input of the first byte of the last line returned.
+    last_start: u64,
 }
 
 const BUF_SIZE: usize = 1 << 20;
@@ -117,7 +119,40 @@ impl<R: Read> Lines<R> {
             eof: false,
             line_no: 0,
             bytes: 0,
+            last_start: 0,
         }
+    }
+
+    /// Offset in the input of `buf[0]`.
+    fn base(&self) -> u64 {
+        self.bytes - self.filled as u64
+    }
+
+    /// Make at least `n` bytes after `pos` available (reading more input, moving the
+    /// unread bytes to the front). `false`: the input ends before (or `n` is more than
+    /// the buffer holds without growing).
+    fn fill_to(&mut self, n: usize) -> io::Result<bool> {
+        while self.filled - self.pos < n {
+            if self.eof || n > self.buf.len() - WINDOW {
+                return Ok(false);
+            }
+            if self.pos > 0 {
+                self.buf.copy_within(self.pos..self.filled, 0);
+                self.filled -= self.pos;
+                self.pos = 0;
+            }
+            let cap = self.buf.len() - WINDOW;
+            match self.src.read(&mut self.buf[self.filled..cap]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => {
+                    self.filled += n;
+                    self.bytes += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
     }
 
     /// The next line (without its `\n`), its 1-based number and the [`WINDOW`] bytes
@@ -166,6 +201,7 @@ impl<R: Read> Lines<R> {
             }
         };
         self.line_no += 1;
+        self.last_start = self.base() + start as u64;
         // `start <= filled <= buf.len() - WINDOW`: the window is in the buffer.
         let window = self.buf[start..start + WINDOW]
             .try_into()
@@ -863,6 +899,71 @@ impl<R: Read> StdReader<R> {
     /// Bytes read from the input so far.
     pub fn bytes(&self) -> u64 {
         self.lines.bytes
+    }
+
+    /// The number of the last line read (0 before the first).
+    pub fn line(&self) -> u64 {
+        self.lines.line_no as u64
+    }
+
+    /// Offset in the input of the first byte of the last line read.
+    pub fn last_line_start(&self) -> u64 {
+        self.lines.last_start
+    }
+
+    /// The input's bytes from offset `from` up to where the next line starts, if they
+    /// are still in the buffer.
+    pub fn recent(&self, from: u64) -> Option<&[u8]> {
+        let base = self.lines.base();
+        let from = usize::try_from(from.checked_sub(base)?).ok()?;
+        self.lines.buf.get(from..self.lines.pos)
+    }
+
+    /// Skip the copies of `text` that follow, at most `max`, as if they had been read:
+    /// `text` must be `lines` whole lines (each ending in `\n`) that were just read, whose
+    /// events are accesses, acquires and releases of running threads that leave every
+    /// lock they touch with the holder it had before them (so a copy read right after
+    /// them is well-formed and leaves the reader's state as it was), and
+    /// `site_lines[i] = n` says that line `i` of `text` has the numeric location `n`
+    /// (a copy is skipped only where `n` is not its line number, as events compare
+    /// sites with lines: only then does it mean what it meant in `text`). Identical bytes are identical events, so a skipped
+    /// copy gives the events `text` gave, at line numbers `lines` further on. Returns
+    /// the number of copies skipped; the next line is the one after them.
+    pub fn skip_copies(
+        &mut self,
+        text: &[u8],
+        lines: u64,
+        site_lines: &[(u64, u32)],
+        max: u64,
+    ) -> Result<u64, ReadError> {
+        debug_assert!(text.ends_with(b"\n") && lines > 0);
+        let mut n = 0;
+        while n < max {
+            let line_no = self.lines.line_no;
+            match self.lines.fill_to(text.len()) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(error) => {
+                    return Err(ReadError::Io {
+                        line: line_no,
+                        error,
+                    });
+                }
+            }
+            let at = self.lines.pos;
+            if self.lines.buf[at..at + text.len()] != *text
+                || site_lines
+                    .iter()
+                    .any(|&(i, s)| (line_no as u64 + 1 + i) as u32 & !TOKEN_SITE_BIT == s)
+            {
+                break;
+            }
+            self.lines.pos += text.len();
+            self.lines.line_no += lines as usize;
+            self.p.events += lines;
+            n += 1;
+        }
+        Ok(n)
     }
 }
 
