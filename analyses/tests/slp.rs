@@ -648,3 +648,30 @@ fn streamed_compression_reports_a_bad_copy_at_its_line() {
         }
     }
 }
+
+/// More than 64 entities: the engine's frozen sets are several words.
+#[test]
+fn hb_on_the_grammar_with_sets_of_several_words() {
+    let cfg = GenConfig {
+        threads: 6,
+        steps: 400,
+        vars: 5,
+        locks: 90,
+        guarded_percent: 80,
+        ..GenConfig::default()
+    };
+    let mut racy = 0;
+    for seed in 0..40u64 {
+        let t = parse_std(&std_text(&gen_trace(seed, &cfg))).unwrap();
+        let g = compress(&t);
+        let want = on_trace(&t, "hb");
+        racy += usize::from(!want.is_empty());
+        for (shape, g) in [
+            ("compressed", g),
+            ("segmented", segmented(&t.events, t.env.clone(), seed)),
+        ] {
+            assert_eq!(on_grammar(&g, "hb"), want, "seed {seed}, {shape}");
+        }
+    }
+    assert!(racy > 5, "{racy} racy traces");
+}
