@@ -38,7 +38,7 @@ use std::rc::Rc;
 use crate::event::Loc;
 
 use super::summary::{HbSum, Set, Universe, VarHb};
-use super::{Grammar, Sym};
+use super::{Grammar, Item, Sym};
 
 /// A race found on the grammar: positions are 1-based in the expanded trace (file
 /// events; [`Grammar::line_of`] gives the lines).
@@ -289,11 +289,14 @@ impl Frozen {
     }
 }
 
-/// An access the engine keeps: its After set (an offset into [`Frozen::words`]), its
-/// global position, its thread and the step it is from.
+/// An access the engine keeps: its After set (an offset into [`Frozen::words`], and
+/// its first word, which is the whole set for up to 64 entities: the engine then does
+/// not go back to the summary the access came from), its global position, its thread
+/// and the step it is from.
 #[derive(Clone, Copy)]
 struct EAccess {
     set: usize,
+    w0: u64,
     pos: u64,
     tid: u32,
     step: u32,
@@ -363,6 +366,7 @@ fn read_access(words: &[u64], at: usize, sw: usize, keyed: bool) -> (u32, EAcces
     };
     let a = EAccess {
         set: at + 2,
+        w0: words[at + 2],
         pos,
         tid,
         step: 0,
@@ -389,6 +393,13 @@ impl Engine {
         let words = &fz.words[..];
         let sw = fz.set_words;
         let set = |o: usize| &words[o..o + sw];
+        fn aset<'a>(words: &'a [u64], sw: usize, a: &'a EAccess) -> &'a [u64] {
+            if sw == 1 {
+                std::slice::from_ref(&a.w0)
+            } else {
+                &words[a.set..a.set + sw]
+            }
+        }
         let k = self.step + 1;
         let entities = self.entities;
         let (len, nbl, nvars) = (words[at], words[at + 1] as usize, words[at + 2] as usize);
@@ -431,7 +442,7 @@ impl Engine {
                     let mut joined = false;
                     let mut latest = None;
                     for a in partners {
-                        let aset = set(a.set);
+                        let aset = aset(words, sw, a);
                         if a.tid == cand.tid || sets_intersect(aset, cset) {
                             continue;
                         }
@@ -577,48 +588,56 @@ pub fn analyze_hb(g: &Grammar) -> (Vec<Finding>, GrammarStats) {
             sums.rules[r] = None;
         }
     });
-    let mut at = Vec::with_capacity(items.len());
+    // Terminals and runs of the start rule, frozen before the engine starts.
     for it in items {
-        let slot = match (it.sym, it.count) {
-            (Sym::T(t), 1) => Some(&mut leaf_at[t as usize]),
-            (Sym::R(r), 1) => Some(&mut rule_at[r as usize]),
-            _ => None,
-        };
-        let o = match slot {
-            Some(o) if *o != NONE => *o,
-            Some(o) => {
-                let s = sums.of(&cx, it.sym);
-                *o = fz.freeze(&s);
-                *o
-            }
-            None => match run_at.get(&(it.sym, it.count)) {
-                Some(&o) => o,
-                None => {
+        match (it.sym, it.count) {
+            (Sym::T(t), 1) => {
+                if leaf_at[t as usize] == NONE {
                     let s = sums.of(&cx, it.sym);
-                    let s = sums.power(&cx, s, it.count);
-                    let o = fz.freeze(&s);
-                    run_at.insert((it.sym, it.count), o);
-                    o
+                    leaf_at[t as usize] = fz.freeze(&s);
                 }
-            },
-        };
+            }
+            (Sym::R(_), 1) => continue,
+            (sym, count) => {
+                if !run_at.contains_key(&(sym, count)) {
+                    let s = sums.of(&cx, sym);
+                    let s = sums.power(&cx, s, count);
+                    run_at.insert((sym, count), fz.freeze(&s));
+                }
+            }
+        }
         // A rule's summary is either dropped already or kept for a run of the start
         // rule (dropped with `sums` below); a terminal's goes after its last use.
         if let Sym::T(_) = it.sym {
             sums.used(it.sym);
         }
-        at.push(o);
     }
     let compositions = sums.compositions;
     drop(sums);
+    let at = |it: &super::Item| match (it.sym, it.count) {
+        (Sym::T(t), 1) => leaf_at[t as usize],
+        (Sym::R(r), 1) => rule_at[r as usize],
+        (sym, count) => run_at.get(&(sym, count)).copied().unwrap_or(NONE),
+    };
     let mut engine = Engine::new(&u);
     let mut steps = 0;
-    for (i, &o) in at.iter().enumerate() {
-        if let Some(&ahead) = at.get(i + 8) {
-            prefetch(fz.words[ahead..].as_ptr());
-            prefetch(fz.words[ahead..].as_ptr().wrapping_add(8));
+    for (i, it) in items.iter().enumerate() {
+        // The start rule visits the summaries in no particular order: fetch ahead
+        // the offset of item `i + 16` and the summary of item `i + 8`.
+        if let Some(Item {
+            sym: Sym::R(r),
+            count: 1,
+        }) = items.get(i + 16)
+        {
+            prefetch(rule_at[*r as usize..].as_ptr());
         }
-        engine.apply(&fz, o);
+        if let Some(ahead) = items.get(i + 8).map(at)
+            && let Some(w) = fz.words.get(ahead..)
+        {
+            prefetch(w.as_ptr());
+            prefetch(w.as_ptr().wrapping_add(8));
+        }
+        engine.apply(&fz, at(it));
         steps += 1;
     }
     let mut out: Vec<Finding> = engine
