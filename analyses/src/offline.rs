@@ -9,7 +9,7 @@ use crate::event::{OwnedEvent, OwnedKind};
 use crate::shared::ChainOptions;
 use crate::thread::ThreadCx;
 use crate::tidmap::TidMap;
-use crate::trace::{ReadError, StdReader, Trace, TraceEnv, TraceInput, reserved_tids};
+use crate::trace::{Lexed, ReadError, StdReader, Trace, TraceEnv, TraceInput, reserved_tids};
 
 /// Passes that cannot run on a trace: `bigfoot` checks the checks that BigFoot's
 /// placement puts into the program when it is compiled; a trace has the accesses
@@ -90,9 +90,11 @@ impl Runner {
     }
 }
 
-/// How [`analyze_stream`] runs: reading and analysis on the calling thread, or
-/// reading on a thread of its own, handing batches of events over a bounded channel,
-/// so that the two overlap.
+/// How [`analyze_stream`] runs: reading and analysis on the calling thread, or the
+/// reader's lexing side ([`crate::trace::StdLexer`]: lines split and lexed) on a thread
+/// of its own, handing batches of lexed lines over a bounded channel to the calling
+/// thread, which parses them into events (names, well-formedness) and analyses them,
+/// so that the two overlap and split the reader's work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Single,
@@ -100,10 +102,12 @@ pub enum Mode {
 }
 
 /// Events per batch handed from the reader to the analysis.
-pub const BATCH: usize = 1024;
-/// Batches in flight between the reader and the analysis (the memory bound of the
-/// pipeline: about `BATCH * (QUEUE + 2)` events).
-const QUEUE: usize = 8;
+pub const BATCH: usize = 16384;
+/// Lines per batch handed from the reading side to the parsing side.
+const LEX_BATCH: usize = 8192;
+/// Batches in flight between the two sides (the memory bound of the pipeline: about
+/// `BATCH * (QUEUE + 2)` events, or `LEX_BATCH * (QUEUE + 2)` lines).
+const QUEUE: usize = 4;
 
 /// A finished streaming run: the chain (warnings, statistics), the trace's names and
 /// the throughput.
@@ -243,33 +247,6 @@ pub fn analyze_stream(
 
 type Run = Result<(Chain, u64, u64), StreamError>;
 
-/// A batch of events, or the read error that ended the trace.
-pub(crate) type Batch = Result<Vec<OwnedEvent>, ReadError>;
-
-/// The reading side of a pipeline: `reader`'s batches (each begun with `fresh`) into
-/// `tx` until the trace ends, a read fails (the error is sent as the last batch) or the
-/// receiving side hangs up (it stopped on an error of its own).
-pub(crate) fn produce<R: std::io::Read>(
-    reader: &mut StdReader<R>,
-    tx: &crossbeam_channel::Sender<Batch>,
-    mut fresh: impl FnMut() -> Vec<OwnedEvent>,
-) {
-    loop {
-        let mut batch = fresh();
-        match reader.read_batch(&mut batch, BATCH) {
-            Ok(more) => {
-                if tx.send(Ok(batch)).is_err() || !more {
-                    break;
-                }
-            }
-            Err(e) => {
-                let _ = tx.send(Err(e));
-                break;
-            }
-        }
-    }
-}
-
 fn run_single<R: std::io::Read>(mut reader: StdReader<R>, mut consumer: Consumer<'_>) -> Run {
     let mut batch = Vec::with_capacity(BATCH + 16);
     loop {
@@ -286,33 +263,36 @@ fn run_single<R: std::io::Read>(mut reader: StdReader<R>, mut consumer: Consumer
     Ok((chain, reader.events(), reader.bytes()))
 }
 
-fn run_pipelined<R: std::io::Read + Send>(
-    mut reader: StdReader<R>,
-    mut consumer: Consumer<'_>,
-) -> Run {
-    let (full_tx, full_rx) = crossbeam_channel::bounded::<Batch>(QUEUE);
-    let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Vec<OwnedEvent>>(QUEUE + 2);
+fn run_pipelined<R: std::io::Read + Send>(reader: StdReader<R>, mut consumer: Consumer<'_>) -> Run {
+    let (mut lexer, mut parser) = reader.split();
+    let (full_tx, full_rx) = crossbeam_channel::bounded::<Lexed>(QUEUE);
+    let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Lexed>(QUEUE + 2);
     std::thread::scope(|scope| {
+        // The reading side splits and lexes lines; names, well-formedness and the
+        // analysis are on this side.
         let producer = scope.spawn(move || {
-            produce(&mut reader, &full_tx, || {
-                let mut batch = empty_rx
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(BATCH + 16));
-                batch.clear();
-                batch
-            });
-            (reader.events(), reader.bytes())
+            loop {
+                let mut lexed = empty_rx.try_recv().unwrap_or_default();
+                let more = lexer.lex(&mut lexed, LEX_BATCH);
+                if full_tx.send(lexed).is_err() || !more {
+                    break;
+                }
+            }
+            lexer.bytes()
         });
         let mut failed = None;
-        for batch in full_rx.iter() {
-            match batch {
-                Ok(batch) => {
-                    if let Err(e) = consumer.consume(&batch) {
-                        failed = Some(StreamError::Chain(e));
-                        break;
-                    }
-                    let _ = empty_tx.try_send(batch);
-                }
+        let mut events = Vec::with_capacity(LEX_BATCH + 64);
+        for mut lexed in full_rx.iter() {
+            events.clear();
+            let parsed = parser.parse(&mut lexed, &mut events);
+            let _ = empty_tx.try_send(lexed);
+            if let Err(e) = consumer.consume(&events) {
+                failed = Some(StreamError::Chain(e));
+                break;
+            }
+            match parsed {
+                Ok(true) => {}
+                Ok(false) => break,
                 Err(e) => {
                     failed = Some(StreamError::Read(e));
                     break;
@@ -321,11 +301,12 @@ fn run_pipelined<R: std::io::Read + Send>(
         }
         // Unblock the reader if it is waiting to hand over a batch.
         drop(full_rx);
-        let counts = producer.join();
+        let bytes = producer.join();
         if let Some(e) = failed {
             return Err(e);
         }
-        let (events, bytes) = counts.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let bytes = bytes.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let events = parser.events();
         let chain = consumer.finish().map_err(StreamError::Chain)?;
         Ok((chain, events, bytes))
     })

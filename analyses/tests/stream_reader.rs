@@ -119,6 +119,56 @@ fn generated_traces_give_the_same_reports_on_every_path() {
     assert!(same_everywhere("long", &long) > 0);
 }
 
+/// A long trace with lines of every kind the fast path does not take spread over
+/// many batches (the lexing side hands them over as text, between its fast lines):
+/// comments, blank lines, CRLF, spaces, names longer than 15 bytes, lines longer than
+/// 32 bytes, sites that are tokens or missing, volatile and method events.
+#[test]
+fn other_lines_between_fast_ones_read_the_same_on_every_path() {
+    let mut long = Vec::new();
+    write_long_trace(
+        &LongTraceConfig {
+            events: 40_000,
+            threads: 4,
+            vars: 200,
+            locks: 5,
+            unguarded_per_10k: 80,
+            seed: 11,
+        },
+        &mut long,
+    )
+    .unwrap();
+    let long = String::from_utf8(long).unwrap();
+    let lines: Vec<&str> = long.lines().collect();
+    let others = [
+        "# a comment",
+        "",
+        "T1|w(V1)|77\r",
+        " T2 | r( V2 ) | 78 ",
+        "T3|w(a_variable_name_longer_than_fifteen)|79",
+        "T1|r(a_variable_name_longer_than_fifteen)|80",
+        "T2|w(V3)|123456789012345678901234567890",
+        "T3|acq(a_lock_with_a_long_name)|81",
+        "T3|rel(a_lock_with_a_long_name)|82",
+        "T1|vw(flag)|here",
+        "T2|vr(flag)",
+        "T3|enter(Main.run)|83",
+        "T3|exit(Main.run)|84",
+    ];
+    let mut text = String::new();
+    let (first, last) = (50, lines.len() - 50);
+    for (i, l) in lines.iter().enumerate() {
+        text.push_str(l);
+        text.push('\n');
+        if (first..last).contains(&i) && i % 331 == 0 {
+            text.push_str(others[(i / 331) % others.len()]);
+            text.push('\n');
+        }
+    }
+    assert!(text.lines().count() > lines.len() + 100);
+    assert!(same_everywhere("long with other lines", &text) > 0);
+}
+
 /// Names in every form the format allows: numbered and other thread names in any
 /// order (the numbering that needs a second pass), tokens as locations, no location,
 /// comments, CRLF, non-UTF-8 bytes, extension operations.

@@ -19,7 +19,7 @@ use super::{Grammar, MAX_PERIOD, SiteCode, write_slp};
 
 /// Tokens handed to the Sequitur thread at a time.
 const TOKENS: usize = 1 << 12;
-/// Lines whose start the driver remembers (a block has at most `MAX_PERIOD` lines).
+/// Lines whose end the driver remembers (a block has at most `MAX_PERIOD` lines).
 const RING: usize = 2 * MAX_PERIOD;
 
 /// What skipping the copies of the current run's block needs (see
@@ -68,7 +68,8 @@ fn blank(b: &[u8]) -> bool {
 }
 
 /// The text of the copy of `block` just read (its last line is `last`, the last
-/// `consecutive` events were on consecutive lines), if its copies can be skipped.
+/// `consecutive` events were on consecutive lines, `ring` has where recent event lines
+/// end), if its copies can be skipped.
 fn copy_text<R: Read>(
     front: &Front,
     block: &[u32],
@@ -81,11 +82,13 @@ fn copy_text<R: Read>(
     if consecutive < p || !neutral(front, block) {
         return None;
     }
+    // The copy starts where the line before it ended.
     let first = last + 1 - p;
-    let (line, start) = ring[first as usize % RING];
-    if line != first {
-        return None;
-    }
+    let start = match ring[(first - 1) as usize % RING] {
+        _ if first == 1 => 0,
+        (line, end) if line == first - 1 => end,
+        _ => return None,
+    };
     let text = reader.recent(start)?;
     if !text.is_ascii() || !text.ends_with(b"\n") {
         return None;
@@ -143,7 +146,7 @@ fn front_loop<R: Read>(
                 1
             };
             last = e.index;
-            ring[e.index as usize % RING] = (e.index, reader.last_line_start());
+            ring[e.index as usize % RING] = (e.index, reader.next_line_start());
             front.push(e, &mut tokens);
         }
         if let Some((run, block)) = front.at_copy_boundary() {
