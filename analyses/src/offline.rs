@@ -252,33 +252,6 @@ pub fn analyze_stream(
 
 type Run = Result<(Chain, u64, u64), StreamError>;
 
-/// A batch of events, or the read error that ended the trace.
-pub(crate) type Batch = Result<Vec<OwnedEvent>, ReadError>;
-
-/// The reading side of a pipeline: `reader`'s batches (each begun with `fresh`) into
-/// `tx` until the trace ends, a read fails (the error is sent as the last batch) or the
-/// receiving side hangs up (it stopped on an error of its own).
-pub(crate) fn produce<R: std::io::Read>(
-    reader: &mut StdReader<R>,
-    tx: &crossbeam_channel::Sender<Batch>,
-    mut fresh: impl FnMut() -> Vec<OwnedEvent>,
-) {
-    loop {
-        let mut batch = fresh();
-        match reader.read_batch(&mut batch, BATCH) {
-            Ok(more) => {
-                if tx.send(Ok(batch)).is_err() || !more {
-                    break;
-                }
-            }
-            Err(e) => {
-                let _ = tx.send(Err(e));
-                break;
-            }
-        }
-    }
-}
-
 fn run_single<R: std::io::Read>(mut reader: StdReader<R>, mut consumer: Consumer<'_>) -> Run {
     let mut batch = Vec::with_capacity(BATCH + 16);
     loop {

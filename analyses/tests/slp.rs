@@ -577,3 +577,101 @@ fn hb_on_a_trace_with_too_many_locks_runs_on_the_expansion() {
     let run = analyze_slp(&g, "eraser", &|_| by_location()).unwrap();
     assert!(run.on_grammar);
 }
+
+/// `capvm compress` skips the lines of a loop's later copies unparsed: the grammar is
+/// the one pushing every event gives, and a malformed text gives the reader's error
+/// at the reader's line, on loops, generated traces and their looped variants.
+#[test]
+fn streamed_compression_equals_pushing_every_event() {
+    use analyses::testing::{looped, streamed_compression_agrees};
+    let check = |name: &str, text: &str| {
+        streamed_compression_agrees(text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"))
+    };
+    check("loop", &loop_text(4, 500, 3));
+    // No location column: the line number, stored as "the line".
+    let plain: String = loop_text(3, 50, 2)
+        .lines()
+        .map(|l| format!("{}\n", l.rsplit_once('|').map_or(l, |(a, _)| a)))
+        .collect();
+    check("loop without locations", &plain);
+    let mut configs = configs();
+    configs.truncate(3);
+    for (ci, cfg) in configs.iter().enumerate() {
+        for seed in 0..25u64 {
+            let text = std_text(&gen_trace(seed, cfg));
+            check(&format!("config {ci} seed {seed}"), &text);
+            for v in 0..4 {
+                let name = format!("config {ci} seed {seed} looped {v}");
+                check(&name, &looped(&text, seed * 4 + v));
+            }
+        }
+    }
+}
+
+#[test]
+fn streamed_compression_sees_a_location_that_becomes_the_line_number() {
+    use analyses::slp::stream::compress_std;
+    use analyses::trace::TraceInput;
+    // Line 2k+1 reads at location 9, line 2k+2 writes at location 20: line 9 and line
+    // 20 are "the line", every other copy a site of its own, though the bytes repeat.
+    let text = "T1|r(x)|9\nT1|w(x)|20\n".repeat(30);
+    analyses::testing::streamed_compression_agrees(&text).unwrap();
+    let g = compress_std(TraceInput::Bytes(text.as_bytes())).unwrap();
+    let t = parse_std(&text).unwrap();
+    let sites: Vec<_> = g.expand_all().unwrap().iter().map(|e| e.site).collect();
+    let want: Vec<_> = t.events.iter().map(|e| e.site).collect();
+    assert_eq!(sites, want);
+}
+
+#[test]
+fn streamed_compression_reports_a_bad_copy_at_its_line() {
+    use analyses::slp::stream::compress_std;
+    use analyses::trace::{ReadError, TraceInput};
+    let block = "T1|acq(L1)|2\nT1|r(V1)|3\nT1|rel(L1)|4\n";
+    for (bad, line, message) in [
+        // A second acquire: the run's bytes end mid-copy.
+        (
+            "T1|acq(L1)|2\nT1|acq(L1)|3\n",
+            3 * 40 + 2,
+            "thread T1 acquires a lock it already holds",
+        ),
+        // A line that does not parse after many skipped copies.
+        ("T1|acq(L1|2\n", 3 * 40 + 1, "malformed operation"),
+    ] {
+        let text = format!("{}{bad}{}", block.repeat(40), block.repeat(5));
+        let want = parse_std(&text).unwrap_err();
+        assert_eq!(want.line, line);
+        assert!(want.message.contains(message), "{}", want.message);
+        match compress_std(TraceInput::Bytes(text.as_bytes())) {
+            Err(ReadError::Trace(e)) => assert_eq!((e.line, e.message), (want.line, want.message)),
+            other => panic!("{:?}", other.map(|g| g.events())),
+        }
+    }
+}
+
+/// More than 64 entities: the engine's frozen sets are several words.
+#[test]
+fn hb_on_the_grammar_with_sets_of_several_words() {
+    let cfg = GenConfig {
+        threads: 6,
+        steps: 400,
+        vars: 5,
+        locks: 90,
+        guarded_percent: 80,
+        ..GenConfig::default()
+    };
+    let mut racy = 0;
+    for seed in 0..40u64 {
+        let t = parse_std(&std_text(&gen_trace(seed, &cfg))).unwrap();
+        let g = compress(&t);
+        let want = on_trace(&t, "hb");
+        racy += usize::from(!want.is_empty());
+        for (shape, g) in [
+            ("compressed", g),
+            ("segmented", segmented(&t.events, t.env.clone(), seed)),
+        ] {
+            assert_eq!(on_grammar(&g, "hb"), want, "seed {seed}, {shape}");
+        }
+    }
+    assert!(racy > 5, "{racy} racy traces");
+}

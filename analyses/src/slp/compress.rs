@@ -8,6 +8,10 @@
 //!    counters kept incrementally (for each `p`, how many of the last terminals equal
 //!    the one `p` before), so it is linear. A loop's iterations become one token.
 //! 3. [`Sequitur`] compresses the token stream (a token is a terminal or a run).
+//!    The first two steps are the [`Front`]; `capvm compress` runs it on the reading
+//!    thread and Sequitur on another (`slp/stream.rs`), and skips the lines of a
+//!    run's further copies without parsing them where their bytes repeat the copy
+//!    just read ([`Front::at_copy_boundary`], [`Front::push_copies`]).
 //! 4. [`Compressor::finish`] turns Sequitur's grammar into an SLP whose runs are
 //!    items `(block, count)`, merges adjacent runs of one symbol, sees through rules
 //!    that are a single run, and inlines rules left with one use.
@@ -22,7 +26,7 @@ use hashbrown::HashMap;
 use crate::event::OwnedEvent;
 use crate::trace::{TOKEN_SITE_BIT, TraceEnv};
 
-use super::sequitur::{SeqSym, Sequitur};
+use super::sequitur::{SeqGrammar, SeqSym, Sequitur};
 use super::{Grammar, Item, Label, SiteCode, Sym};
 
 /// The longest block the run detector finds.
@@ -64,8 +68,10 @@ pub(crate) fn line_map(events: &[OwnedEvent]) -> Vec<(u64, u64)> {
     lines
 }
 
-/// Builds a [`Grammar`] from file events pushed in order.
-pub struct Compressor {
+/// The first half of the compressor: labels, line map and run detector. It turns
+/// file events into tokens for [`Sequitur`] (terminal `t` = `2t`, run `j` = `2j + 1`),
+/// appended to a caller's vector, so that Sequitur can run on another thread.
+pub(crate) struct Front {
     labels: HashMap<Label, u32>,
     terminals: Vec<Label>,
     lines: Vec<(u64, u64)>,
@@ -75,23 +81,17 @@ pub struct Compressor {
     pending: std::collections::VecDeque<u32>,
     matches: [usize; MAX_PERIOD + 1],
     state: State,
-    // Tokens: terminal t = 2t, run j = 2j + 1.
+    /// Runs started so far (tells one run from the next).
+    runs_started: u64,
     blocks: HashMap<Vec<u32>, u32>,
     block_list: Vec<Vec<u32>>,
     runs: HashMap<(u32, u64), u32>,
     run_list: Vec<(u32, u64)>,
-    seq: Sequitur,
 }
 
-impl Default for Compressor {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Compressor {
-    pub fn new() -> Self {
-        Compressor {
+impl Front {
+    pub(crate) fn new() -> Self {
+        Front {
             labels: HashMap::new(),
             terminals: Vec::new(),
             lines: Vec::new(),
@@ -100,27 +100,16 @@ impl Compressor {
             pending: Default::default(),
             matches: [0; MAX_PERIOD + 1],
             state: State::Idle,
+            runs_started: 0,
             blocks: HashMap::new(),
             block_list: Vec::new(),
             runs: HashMap::new(),
             run_list: Vec::new(),
-            seq: Sequitur::new(),
         }
     }
 
-    /// Events pushed so far.
-    pub fn events(&self) -> u64 {
-        self.events
-    }
-
-    /// Distinct labels so far.
-    pub fn labels(&self) -> usize {
-        self.terminals.len()
-    }
-
-    /// Append one event of the file (`index` = its line; the reader's inserted
-    /// events, index 0, must not be pushed: expansion inserts them again).
-    pub fn push(&mut self, ev: &OwnedEvent) {
+    /// Append one event of the file (see [`Compressor::push`]); tokens go to `out`.
+    pub(crate) fn push(&mut self, ev: &OwnedEvent, out: &mut Vec<u64>) {
         debug_assert!(ev.index != 0);
         self.events += 1;
         if ev.index != self.last_line + 1 || self.lines.is_empty() {
@@ -137,10 +126,45 @@ impl Compressor {
                 t
             }
         };
-        self.push_terminal(t);
+        self.push_terminal(t, out);
     }
 
-    fn push_terminal(&mut self, s: u32) {
+    /// The label of terminal `t`.
+    pub(crate) fn label(&self, t: u32) -> &Label {
+        &self.terminals[t as usize]
+    }
+
+    /// When the run detector is inside a run and the last terminals pushed are a
+    /// whole copy of its block: the run's number (one per run) and the block.
+    pub(crate) fn at_copy_boundary(&self) -> Option<(u64, &[u32])> {
+        match &self.state {
+            State::Run {
+                block, phase: 0, ..
+            } => Some((self.runs_started, block)),
+            _ => None,
+        }
+    }
+
+    /// Push `n` more copies of the current run's block, which follow on the next
+    /// lines (only at a copy boundary, see [`Front::at_copy_boundary`]): what `n`
+    /// times pushing the block's events, line after line, does.
+    pub(crate) fn push_copies(&mut self, n: u64) {
+        if let State::Run {
+            block,
+            count,
+            phase: 0,
+        } = &mut self.state
+        {
+            let k = n * block.len() as u64;
+            *count += n;
+            self.events += k;
+            self.last_line += k;
+        } else {
+            debug_assert!(n == 0, "copies pushed outside a run");
+        }
+    }
+
+    fn push_terminal(&mut self, s: u32, out: &mut Vec<u64>) {
         if let State::Run {
             block,
             count,
@@ -158,18 +182,18 @@ impl Compressor {
             // The run ends: emit it; the partial copy and `s` start over.
             let (block, count, phase) = (std::mem::take(block), *count, *phase);
             self.state = State::Idle;
-            self.emit_run(&block, count);
+            self.emit_run(&block, count, out);
             self.matches = [0; MAX_PERIOD + 1];
             for &x in block[..phase].iter().chain([&s]) {
                 // A square in the partial copy may start a run again.
-                self.push_terminal(x);
+                self.push_terminal(x, out);
             }
             return;
         }
-        self.push_idle(s);
+        self.push_idle(s, out);
     }
 
-    fn push_idle(&mut self, s: u32) {
+    fn push_idle(&mut self, s: u32, out: &mut Vec<u64>) {
         let n = self.pending.len();
         let mut found = None;
         for p in 1..=MAX_PERIOD {
@@ -184,15 +208,14 @@ impl Compressor {
         }
         self.pending.push_back(s);
         if let Some(p) = found {
-            let n = self.pending.len();
             while self.pending.len() > 2 * p {
                 let x = self.pending.pop_front().unwrap_or_default();
-                self.seq.push(2 * x as u64);
+                out.push(2 * x as u64);
             }
             let block: Vec<u32> = self.pending.iter().skip(p).copied().collect();
-            debug_assert_eq!(n - (n - 2 * p), 2 * p);
             self.pending.clear();
             self.matches = [0; MAX_PERIOD + 1];
+            self.runs_started += 1;
             self.state = State::Run {
                 block,
                 count: 2,
@@ -202,11 +225,11 @@ impl Compressor {
         }
         if self.pending.len() > 2 * MAX_PERIOD {
             let x = self.pending.pop_front().unwrap_or_default();
-            self.seq.push(2 * x as u64);
+            out.push(2 * x as u64);
         }
     }
 
-    fn emit_run(&mut self, block: &[u32], count: u64) {
+    fn emit_run(&mut self, block: &[u32], count: u64, out: &mut Vec<u64>) {
         let b = match self.blocks.get(block) {
             Some(&b) => b,
             None => {
@@ -220,18 +243,22 @@ impl Compressor {
             self.run_list.push((b, count));
             (self.run_list.len() - 1) as u32
         });
-        self.seq.push(2 * j as u64 + 1);
+        out.push(2 * j as u64 + 1);
     }
 
-    /// The grammar of everything pushed, with the trace's names `env`.
-    pub fn finish(mut self, env: Arc<TraceEnv>) -> Grammar {
+    /// The end of the input: the last tokens.
+    pub(crate) fn flush(&mut self, out: &mut Vec<u64>) {
         if let State::Run { block, count, .. } = std::mem::replace(&mut self.state, State::Idle) {
-            self.emit_run(&block, count);
+            self.emit_run(&block, count, out);
         }
         while let Some(x) = self.pending.pop_front() {
-            self.seq.push(2 * x as u64);
+            out.push(2 * x as u64);
         }
-        let sg = self.seq.finish();
+    }
+
+    /// The grammar of everything pushed ([`Front::flush`] first), given Sequitur's
+    /// grammar of the tokens, with the trace's names `env`.
+    pub(crate) fn build(self, sg: &SeqGrammar, env: Arc<TraceEnv>) -> Grammar {
         // Rules: the blocks (of two or more terminals) first, then Sequitur's rules in
         // post-order from its start rule (children first), the start rule last.
         let mut rules: Vec<Vec<Item>> = Vec::new();
@@ -303,6 +330,57 @@ impl Compressor {
             // is a bug in this module, not bad input.
             unreachable!("compressor built a bad grammar ({e}) for {events} events")
         })
+    }
+}
+
+/// Builds a [`Grammar`] from file events pushed in order.
+pub struct Compressor {
+    front: Front,
+    tokens: Vec<u64>,
+    seq: Sequitur,
+}
+
+impl Default for Compressor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Compressor {
+    pub fn new() -> Self {
+        Compressor {
+            front: Front::new(),
+            tokens: Vec::new(),
+            seq: Sequitur::new(),
+        }
+    }
+
+    /// Events pushed so far.
+    pub fn events(&self) -> u64 {
+        self.front.events
+    }
+
+    /// Distinct labels so far.
+    pub fn labels(&self) -> usize {
+        self.front.terminals.len()
+    }
+
+    /// Append one event of the file (`index` = its line; the reader's inserted
+    /// events, index 0, must not be pushed: expansion inserts them again).
+    pub fn push(&mut self, ev: &OwnedEvent) {
+        self.front.push(ev, &mut self.tokens);
+        for t in self.tokens.drain(..) {
+            self.seq.push(t);
+        }
+    }
+
+    /// The grammar of everything pushed, with the trace's names `env`.
+    pub fn finish(mut self, env: Arc<TraceEnv>) -> Grammar {
+        self.front.flush(&mut self.tokens);
+        for t in self.tokens.drain(..) {
+            self.seq.push(t);
+        }
+        self.front.build(&self.seq.finish(), env)
     }
 }
 

@@ -15,6 +15,12 @@
 //!    `After_i(a)` has an entering event in a step `j > i` before `b`, i.e. `v` is in
 //!    `Before_k(b)` or `K[w][v] > i` for some `w` in `Before_k(b)`. A step costs its
 //!    summary's size times the number of entities, like a vector-clock detector.
+//! 3. The engine reads the start rule's summaries *frozen* ([`Frozen`]): each one
+//!    contiguous words in one array, written when the rule's summary is made (then
+//!    dropped at once if only the start rule uses the rule), so a step reads one
+//!    short run of memory instead of chasing the summary's maps (on a trace that
+//!    does not repeat, the start rule visits summaries in no particular order, and
+//!    the time went into those cache misses and into freeing the maps).
 //!
 //! Verdict: every variable with a race (two conflicting accesses, one a write, of
 //! different threads, not ordered), with a witness: the first racy access in trace
@@ -31,8 +37,8 @@ use std::rc::Rc;
 
 use crate::event::Loc;
 
-use super::summary::{Access, HbSum, Map, Set, Universe, VarHb};
-use super::{Grammar, Sym};
+use super::summary::{HbSum, Set, Universe, VarHb};
+use super::{Grammar, Item, Sym};
 
 /// A race found on the grammar: positions are 1-based in the expanded trace (file
 /// events; [`Grammar::line_of`] gives the lines).
@@ -60,6 +66,8 @@ pub(crate) struct Summaries<'g, S> {
     pub rules: Vec<Option<Rc<S>>>,
     /// Remaining uses per rule (the summary is dropped at 0) or `None` to keep all.
     uses: Option<Vec<u64>>,
+    /// The same per terminal.
+    leaf_uses: Option<Vec<u64>>,
     pub compositions: u64,
 }
 
@@ -79,22 +87,27 @@ pub(crate) struct Ctx<'a> {
 impl<'g, S: Summary> Summaries<'g, S> {
     pub fn new(g: &'g Grammar, keep_all: bool) -> Self {
         let n = g.rules.len();
-        let uses = (!keep_all).then(|| {
+        let (uses, leaf_uses) = if keep_all {
+            (None, None)
+        } else {
             let mut uses = vec![0u64; n];
+            let mut leaf_uses = vec![0u64; g.terminals.len()];
             for rhs in &g.rules {
                 for it in rhs {
-                    if let Sym::R(r) = it.sym {
-                        uses[r as usize] += 1;
+                    match it.sym {
+                        Sym::R(r) => uses[r as usize] += 1,
+                        Sym::T(t) => leaf_uses[t as usize] += 1,
                     }
                 }
             }
-            uses
-        });
+            (Some(uses), Some(leaf_uses))
+        };
         Summaries {
             g,
             leaves: vec![None; g.terminals.len()],
             rules: vec![None; n],
             uses,
+            leaf_uses,
             compositions: 0,
         }
     }
@@ -112,14 +125,31 @@ impl<'g, S: Summary> Summaries<'g, S> {
         }
     }
 
-    /// A use of rule `r` is done (drop its summary after the last one).
+    /// A use of `sym` is done (drop its summary after the last one).
     pub fn used(&mut self, sym: Sym) {
-        if let (Sym::R(r), Some(uses)) = (sym, &mut self.uses) {
-            uses[r as usize] -= 1;
-            if uses[r as usize] == 0 {
-                self.rules[r as usize] = None;
+        match sym {
+            Sym::R(r) => {
+                if let Some(uses) = &mut self.uses {
+                    uses[r as usize] -= 1;
+                    if uses[r as usize] == 0 {
+                        self.rules[r as usize] = None;
+                    }
+                }
+            }
+            Sym::T(t) => {
+                if let Some(uses) = &mut self.leaf_uses {
+                    uses[t as usize] -= 1;
+                    if uses[t as usize] == 0 {
+                        self.leaves[t as usize] = None;
+                    }
+                }
             }
         }
+    }
+
+    /// Uses of rule `r` not done yet (when they are counted).
+    fn remaining(&self, r: usize) -> Option<u64> {
+        Some(self.uses.as_ref()?[r])
     }
 
     /// `s^k` by squaring.
@@ -151,6 +181,12 @@ impl<'g, S: Summary> Summaries<'g, S> {
 
     /// Summaries of every rule but the start rule, children first.
     pub fn compute_rules(&mut self, cx: &Ctx<'_>) {
+        self.compute_rules_then(cx, |_, _| {});
+    }
+
+    /// [`Self::compute_rules`], calling `done(self, r)` right after rule `r`'s
+    /// summary is made (while it is still in the cache).
+    pub fn compute_rules_then(&mut self, cx: &Ctx<'_>, mut done: impl FnMut(&mut Self, usize)) {
         let root = self.g.rules.len() - 1;
         for r in 0..root {
             // The children of a later rule: their summaries lie anywhere in memory.
@@ -175,6 +211,7 @@ impl<'g, S: Summary> Summaries<'g, S> {
                 });
             }
             self.rules[r] = Some(acc.unwrap_or_else(|| Rc::new(S::empty())));
+            done(self, r);
         }
     }
 }
@@ -189,6 +226,80 @@ impl Summary for HbSum {
     fn empty() -> Self {
         HbSum::default()
     }
+}
+
+/// The summaries the start rule uses, frozen for [`Engine`]: each one contiguous
+/// `u64` words, in the order the rules are made (children first, which is about the
+/// order the start rule first visits them; terminals on their first visit), so that
+/// a step reads one short run of memory instead of following a summary's pointers.
+/// A set is `set_words` words.
+///
+/// Layout of one summary: `len, bl count, var count`; per `bl` entry `entity,
+/// set`; per variable `x | race << 32 | lw << 33 | fw << 34`, `lr count | fr count
+/// << 32`, then `pos, prev` if race, an access if `lw`, an access if `fw`, the
+/// keyed accesses of `lr` and of `fr`. An access is `pos, tid, set`; a keyed
+/// access `key | tid << 32, pos, set`.
+struct Frozen {
+    words: Vec<u64>,
+    set_words: usize,
+}
+
+const RACE: u64 = 1 << 32;
+const LW: u64 = 1 << 33;
+const FW: u64 = 1 << 34;
+
+impl Frozen {
+    fn push_set(&mut self, s: &Set) {
+        let at = self.words.len();
+        self.words.resize(at + self.set_words, 0);
+        for e in s.iter() {
+            self.words[at + e as usize / 64] |= 1 << (e % 64);
+        }
+    }
+
+    /// Append `s`; returns its offset.
+    fn freeze(&mut self, s: &HbSum) -> usize {
+        let at = self.words.len();
+        self.words
+            .extend([s.len, s.bl.0.len() as u64, s.vars.0.len() as u64]);
+        for (w, set) in &s.bl.0 {
+            self.words.push(*w as u64);
+            self.push_set(set);
+        }
+        for (x, v) in &s.vars.0 {
+            let flags = *x as u64
+                | if v.race.is_some() { RACE } else { 0 }
+                | if v.lw.is_some() { LW } else { 0 }
+                | if v.fw.is_some() { FW } else { 0 };
+            self.words
+                .extend([flags, v.lr.0.len() as u64 | (v.fr.0.len() as u64) << 32]);
+            if let Some((p, q)) = v.race {
+                self.words.extend([p, q]);
+            }
+            for a in v.lw.iter().chain(&v.fw) {
+                self.words.extend([a.pos, a.tid as u64]);
+                self.push_set(&a.set);
+            }
+            for (k, a) in v.lr.0.iter().chain(&v.fr.0) {
+                self.words.extend([*k as u64 | (a.tid as u64) << 32, a.pos]);
+                self.push_set(&a.set);
+            }
+        }
+        at
+    }
+}
+
+/// An access the engine keeps: its After set (an offset into [`Frozen::words`], and
+/// its first word, which is the whole set for up to 64 entities: the engine then does
+/// not go back to the summary the access came from), its global position, its thread
+/// and the step it is from.
+#[derive(Clone, Copy)]
+struct EAccess {
+    set: usize,
+    w0: u64,
+    pos: u64,
+    tid: u32,
+    step: u32,
 }
 
 /// The start rule as a stream of chunks (see the module doc).
@@ -207,20 +318,60 @@ struct Engine {
 #[derive(Default, Clone)]
 struct EngineVar {
     race: Option<(u64, u64)>,
-    /// Last write: After set in its step, global position, thread; and its step.
-    lw: Option<(Access, u32)>,
-    lr: Map<(Access, u32)>,
+    /// Last write.
+    lw: Option<EAccess>,
+    /// Last read per reader's thread entity (sorted by it).
+    lr: Vec<(u32, EAccess)>,
+}
+
+/// The entities of a frozen set.
+fn set_iter(words: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    words.iter().enumerate().flat_map(|(w, &x)| {
+        let mut x = x;
+        std::iter::from_fn(move || {
+            if x == 0 {
+                return None;
+            }
+            let b = x.trailing_zeros();
+            x &= x - 1;
+            Some(w as u32 * 64 + b)
+        })
+    })
+}
+
+fn sets_intersect(a: &[u64], b: &[u64]) -> bool {
+    a.iter().zip(b).any(|(x, y)| x & y != 0)
 }
 
 /// `out = ⊔_{w ∈ set} clocks[w]`.
-fn join_into(out: &mut [u32], clocks: &[u32], entities: usize, set: &Set) {
+fn join_into(out: &mut [u32], clocks: &[u32], entities: usize, set: &[u64]) {
     out.fill(0);
-    for w in set.iter() {
+    for w in set_iter(set) {
         let c = &clocks[w as usize * entities..][..entities];
         for (a, b) in out.iter_mut().zip(c) {
             *a = (*a).max(*b);
         }
     }
+}
+
+/// A frozen access at `at` (`keyed`: with its key first): (key, access in the
+/// chunk, the next offset).
+#[inline]
+fn read_access(words: &[u64], at: usize, sw: usize, keyed: bool) -> (u32, EAccess, usize) {
+    let (key, pos, tid) = if keyed {
+        let kt = words[at];
+        (kt as u32, words[at + 1], (kt >> 32) as u32)
+    } else {
+        (0, words[at], words[at + 1] as u32)
+    };
+    let a = EAccess {
+        set: at + 2,
+        w0: words[at + 2],
+        pos,
+        tid,
+        step: 0,
+    };
+    (key, a, at + 2 + sw)
 }
 
 impl Engine {
@@ -237,81 +388,131 @@ impl Engine {
         }
     }
 
-    fn apply(&mut self, s: &HbSum) {
+    /// One step: the frozen summary at `at`.
+    fn apply(&mut self, fz: &Frozen, at: usize) {
+        let words = &fz.words[..];
+        let sw = fz.set_words;
+        let set = |o: usize| &words[o..o + sw];
+        fn aset<'a>(words: &'a [u64], sw: usize, a: &'a EAccess) -> &'a [u64] {
+            if sw == 1 {
+                std::slice::from_ref(&a.w0)
+            } else {
+                &words[a.set..a.set + sw]
+            }
+        }
         let k = self.step + 1;
         let entities = self.entities;
-        for (x, v) in &s.vars.0 {
-            let ev = &mut self.vars[*x as usize];
+        let (len, nbl, nvars) = (words[at], words[at + 1] as usize, words[at + 2] as usize);
+        let bl_at = at + 3;
+        let mut p = bl_at + nbl * (1 + sw);
+        for _ in 0..nvars {
+            let flags = words[p];
+            let counts = words[p + 1];
+            let (nlr, nfr) = ((counts as u32) as usize, (counts >> 32) as usize);
+            p += 2;
+            let race = (flags & RACE != 0).then(|| {
+                p += 2;
+                (words[p - 2], words[p - 1])
+            });
+            let lw = (flags & LW != 0).then(|| {
+                let (_, a, next) = read_access(words, p, sw, false);
+                p = next;
+                a
+            });
+            let fw = (flags & FW != 0).then(|| {
+                let (_, a, next) = read_access(words, p, sw, false);
+                p = next;
+                a
+            });
+            let lr_at = p;
+            p += nlr * (2 + sw);
+            let fr_at = p;
+            p += nfr * (2 + sw);
+            let ev = &mut self.vars[(flags as u32) as usize];
             if ev.race.is_none() {
-                let limit = v.race.map_or(u64::MAX, |r| r.0);
+                let limit = race.map_or(u64::MAX, |r| r.0);
                 let mut best: Option<(u64, u64)> = None;
                 let clocks = &self.clocks;
                 let vc = &mut self.vc;
-                let mut check =
-                    |cand: &Access, partners: &mut dyn Iterator<Item = &(Access, u32)>| {
-                        if cand.pos >= limit || best.is_some_and(|b| b.0 <= cand.pos) {
-                            return;
+                let mut check = |cand: &EAccess, partners: &mut dyn Iterator<Item = &EAccess>| {
+                    if cand.pos >= limit || best.is_some_and(|b| b.0 <= cand.pos) {
+                        return;
+                    }
+                    let cset = set(cand.set);
+                    let mut joined = false;
+                    let mut latest = None;
+                    for a in partners {
+                        let aset = aset(words, sw, a);
+                        if a.tid == cand.tid || sets_intersect(aset, cset) {
+                            continue;
                         }
-                        let mut joined = false;
-                        let mut latest = None;
-                        for (a, i) in partners {
-                            if a.tid == cand.tid || a.set.intersects(&cand.set) {
-                                continue;
-                            }
-                            if !joined {
-                                join_into(vc, clocks, entities, &cand.set);
-                                joined = true;
-                            }
-                            let ordered = a.set.iter().any(|e| vc[e as usize] > *i);
-                            if !ordered {
-                                latest = latest.max(Some(a.pos));
-                            }
+                        if !joined {
+                            join_into(vc, clocks, entities, cset);
+                            joined = true;
                         }
-                        if let Some(p) = latest {
-                            best = Some((cand.pos, p));
+                        let ordered = set_iter(aset).any(|e| vc[e as usize] > a.step);
+                        if !ordered {
+                            latest = latest.max(Some(a.pos));
                         }
-                    };
-                if let Some(fw) = &v.fw {
-                    check(fw, &mut ev.lw.iter().chain(ev.lr.0.iter().map(|(_, a)| a)));
+                    }
+                    if let Some(p) = latest {
+                        best = Some((cand.pos, p));
+                    }
+                };
+                if let Some(fw) = &fw {
+                    check(fw, &mut ev.lw.iter().chain(ev.lr.iter().map(|(_, a)| a)));
                 }
-                for (_, fr) in &v.fr.0 {
-                    check(fr, &mut ev.lw.iter());
+                let mut q = fr_at;
+                for _ in 0..nfr {
+                    let (_, fr, next) = read_access(words, q, sw, true);
+                    q = next;
+                    check(&fr, &mut ev.lw.iter());
                 }
                 ev.race = best
                     .map(|(p, q)| (p + self.off, q))
-                    .or(v.race.map(|(p, q)| (p + self.off, q + self.off)));
+                    .or(race.map(|(p, q)| (p + self.off, q + self.off)));
             }
-            let global = |a: &Access| Access {
-                set: a.set.clone(),
+            let global = |a: EAccess| EAccess {
                 pos: a.pos + self.off,
-                tid: a.tid,
+                step: k,
+                ..a
             };
-            if let Some(a) = &v.lw {
-                ev.lw = Some((global(a), k));
+            if let Some(a) = lw {
+                ev.lw = Some(global(a));
             }
-            for (t, a) in &v.lr.0 {
-                *ev.lr.entry(*t, || (global(a), k)) = (global(a), k);
+            let mut q = lr_at;
+            for _ in 0..nlr {
+                let (t, a, next) = read_access(words, q, sw, true);
+                q = next;
+                let a = global(a);
+                match ev.lr.binary_search_by_key(&t, |e| e.0) {
+                    Ok(i) => ev.lr[i].1 = a,
+                    Err(i) => ev.lr.insert(i, (t, a)),
+                }
             }
         }
         // Clocks of the entities the step leaves, from the clocks at its start.
-        self.updates.resize(s.bl.0.len() * entities, 0);
-        for (j, (w, set)) in s.bl.0.iter().enumerate() {
+        self.updates.resize(nbl * entities, 0);
+        for j in 0..nbl {
+            let e = bl_at + j * (1 + sw);
+            let (w, bset) = (words[e] as usize, set(e + 1));
             let out = &mut self.updates[j * entities..][..entities];
-            join_into(out, &self.clocks, entities, set);
-            let old = &self.clocks[*w as usize * entities..][..entities];
+            join_into(out, &self.clocks, entities, bset);
+            let old = &self.clocks[w * entities..][..entities];
             for (a, b) in out.iter_mut().zip(old) {
                 *a = (*a).max(*b);
             }
-            for v in set.iter() {
+            for v in set_iter(bset) {
                 out[v as usize] = k;
             }
         }
-        for (j, (w, _)) in s.bl.0.iter().enumerate() {
-            self.clocks[*w as usize * entities..][..entities]
+        for j in 0..nbl {
+            let w = words[bl_at + j * (1 + sw)] as usize;
+            self.clocks[w * entities..][..entities]
                 .copy_from_slice(&self.updates[j * entities..][..entities]);
         }
         self.step = k;
-        self.off += s.len;
+        self.off += len;
     }
 }
 
@@ -326,45 +527,6 @@ fn prefetch<T>(p: *const T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
-}
-
-/// Prefetch for the start rule's item `i + 16` its summary, for item `i + 8` the
-/// summary's maps, and for item `i + 4` the engine's state of its variables.
-fn prefetch_ahead(sums: &Summaries<'_, HbSum>, engine: &Engine, items: &[super::Item], i: usize) {
-    let sum = |k: usize| -> Option<&HbSum> {
-        match items.get(k)?.sym {
-            Sym::T(t) => sums.leaves.get(t as usize)?.as_deref(),
-            Sym::R(r) => sums.rules.get(r as usize)?.as_deref(),
-        }
-    };
-    if let Some(it) = items.get(i + 16) {
-        match it.sym {
-            Sym::T(t) => {
-                if let Some(Some(s)) = sums.leaves.get(t as usize) {
-                    prefetch(Rc::as_ptr(s));
-                }
-            }
-            Sym::R(r) => {
-                if let Some(Some(s)) = sums.rules.get(r as usize) {
-                    prefetch(Rc::as_ptr(s));
-                }
-            }
-        }
-    }
-    if let Some(s) = sum(i + 8) {
-        prefetch(s.vars.0.as_ptr());
-        prefetch(s.bl.0.as_ptr());
-    }
-    if let Some(s) = sum(i + 4) {
-        for (x, v) in s.vars.0.iter().take(4) {
-            if let Some(e) = engine.vars.get(*x as usize) {
-                prefetch(e as *const EngineVar);
-            }
-            if let Some(a) = &v.fw {
-                prefetch(a as *const Access);
-            }
-        }
-    }
 }
 
 /// The most entities (threads, locks, volatile variables, barrier episodes) the
@@ -389,20 +551,93 @@ pub fn analyze_hb(g: &Grammar) -> (Vec<Finding>, GrammarStats) {
         g,
         nlocks: 1,
     };
-    let mut sums: Summaries<'_, HbSum> = Summaries::new(g, false);
-    sums.compute_rules(&cx);
-    let mut engine = Engine::new(&u);
     let root = g.root() as usize;
-    let mut steps = 0;
     let items = &g.rules[root];
+    // The start rule's summaries are frozen (see [`Frozen`]): a rule's as soon as it
+    // is made, and then dropped if only the start rule uses it (once per use); a
+    // terminal's on its first visit; a run `X^k` (k > 1) of the start rule once per
+    // distinct `(X, k)`.
+    let mut fz = Frozen {
+        words: Vec::new(),
+        set_words: (u.entities as usize).div_ceil(64).max(1),
+    };
+    const NONE: usize = usize::MAX;
+    let mut leaf_at = vec![NONE; g.terminals.len()];
+    let mut rule_at = vec![NONE; g.rules.len()];
+    let mut run_at: hashbrown::HashMap<(Sym, u64), usize> = hashbrown::HashMap::new();
+    let mut root_uses = vec![0u64; g.rules.len()];
+    let mut root_runs = vec![false; g.rules.len()];
+    for it in items {
+        if let Sym::R(r) = it.sym {
+            if it.count == 1 {
+                root_uses[r as usize] += 1;
+            } else {
+                root_runs[r as usize] = true;
+            }
+        }
+    }
+    let mut sums: Summaries<'_, HbSum> = Summaries::new(g, false);
+    sums.compute_rules_then(&cx, |sums, r| {
+        if root_uses[r] == 0 {
+            return;
+        }
+        if let Some(Some(s)) = sums.rules.get(r) {
+            rule_at[r] = fz.freeze(s);
+        }
+        if !root_runs[r] && sums.remaining(r) == Some(root_uses[r]) {
+            sums.rules[r] = None;
+        }
+    });
+    // Terminals and runs of the start rule, frozen before the engine starts.
+    for it in items {
+        match (it.sym, it.count) {
+            (Sym::T(t), 1) => {
+                if leaf_at[t as usize] == NONE {
+                    let s = sums.of(&cx, it.sym);
+                    leaf_at[t as usize] = fz.freeze(&s);
+                }
+            }
+            (Sym::R(_), 1) => continue,
+            (sym, count) => {
+                if !run_at.contains_key(&(sym, count)) {
+                    let s = sums.of(&cx, sym);
+                    let s = sums.power(&cx, s, count);
+                    run_at.insert((sym, count), fz.freeze(&s));
+                }
+            }
+        }
+        // A rule's summary is either dropped already or kept for a run of the start
+        // rule (dropped with `sums` below); a terminal's goes after its last use.
+        if let Sym::T(_) = it.sym {
+            sums.used(it.sym);
+        }
+    }
+    let compositions = sums.compositions;
+    drop(sums);
+    let at = |it: &super::Item| match (it.sym, it.count) {
+        (Sym::T(t), 1) => leaf_at[t as usize],
+        (Sym::R(r), 1) => rule_at[r as usize],
+        (sym, count) => run_at.get(&(sym, count)).copied().unwrap_or(NONE),
+    };
+    let mut engine = Engine::new(&u);
+    let mut steps = 0;
     for (i, it) in items.iter().enumerate() {
-        // On a trace that does not repeat, the start rule visits the summaries in no
-        // particular order and the time goes into cache misses: fetch ahead.
-        prefetch_ahead(&sums, &engine, items, i);
-        let s = sums.of(&cx, it.sym);
-        sums.used(it.sym);
-        let s = sums.power(&cx, s, it.count);
-        engine.apply(&s);
+        // The start rule visits the summaries in no particular order: fetch ahead
+        // the offset of item `i + 16` and the summary of item `i + 8`.
+        if let Some(Item {
+            sym: Sym::R(r),
+            count: 1,
+        }) = items.get(i + 16)
+        {
+            prefetch(rule_at[*r as usize..].as_ptr());
+        }
+        if let Some(ahead) = items.get(i + 8).map(at)
+            && let Some(w) = fz.words.get(ahead..)
+        {
+            prefetch(w.as_ptr());
+            prefetch(w.as_ptr().wrapping_add(8));
+        }
+        engine.apply(&fz, at(it));
         steps += 1;
     }
     let mut out: Vec<Finding> = engine
@@ -420,7 +655,7 @@ pub fn analyze_hb(g: &Grammar) -> (Vec<Finding>, GrammarStats) {
     out.sort_by_key(|f| f.pos);
     let stats = GrammarStats {
         rules: g.rules.len(),
-        compositions: sums.compositions,
+        compositions,
         steps,
     };
     (out, stats)

@@ -6,11 +6,13 @@ mod long_trace;
 mod loop_trace;
 pub mod oracle_atomicity;
 pub mod oracle_singletrack;
+mod streamed_compression;
 
 pub use eager_goldilocks::eager_goldilocks;
 pub use generate::{GenConfig, gen_from_bytes, gen_trace};
 pub use long_trace::{LongTraceConfig, write_long_trace};
 pub use loop_trace::{LoopTraceConfig, write_loop_trace};
+pub use streamed_compression::{looped, streamed_compression_agrees};
 
 use std::collections::{BTreeMap, BTreeSet};
 

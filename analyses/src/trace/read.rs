@@ -129,6 +129,38 @@ impl<R: Read> Lines<R> {
         }
     }
 
+    /// Offset in the input of `buf[0]`.
+    fn base(&self) -> u64 {
+        self.bytes - self.filled as u64
+    }
+
+    /// Make at least `n` bytes after `pos` available (reading more input, moving the
+    /// unread bytes to the front). `false`: the input ends before (or `n` is more than
+    /// the buffer holds without growing).
+    fn fill_to(&mut self, n: usize) -> io::Result<bool> {
+        while self.filled - self.pos < n {
+            if self.eof || n > self.buf.len() - WINDOW {
+                return Ok(false);
+            }
+            if self.pos > 0 {
+                self.buf.copy_within(self.pos..self.filled, 0);
+                self.filled -= self.pos;
+                self.pos = 0;
+            }
+            let cap = self.buf.len() - WINDOW;
+            match self.src.read(&mut self.buf[self.filled..cap]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => {
+                    self.filled += n;
+                    self.bytes += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
     /// The next line (without its `\n`), its 1-based number and the [`WINDOW`] bytes
     /// from its start (past its end they are other lines' bytes, or stale).
     #[allow(clippy::type_complexity)]
@@ -1087,6 +1119,72 @@ impl<R: Read> StdReader<R> {
     /// Bytes read from the input so far.
     pub fn bytes(&self) -> u64 {
         self.lexer.bytes()
+    }
+
+    /// The number of the last line read (0 before the first).
+    pub fn line(&self) -> u64 {
+        self.lexer.lines.line_no as u64
+    }
+
+    /// Offset in the input of the first byte of the next line (after
+    /// [`Self::read_batch`] with `max` 1, the end of the line of its event).
+    pub fn next_line_start(&self) -> u64 {
+        self.lexer.lines.base() + self.lexer.lines.pos as u64
+    }
+
+    /// The input's bytes from offset `from` up to where the next line starts, if they
+    /// are still in the buffer.
+    pub fn recent(&self, from: u64) -> Option<&[u8]> {
+        let lines = &self.lexer.lines;
+        let from = usize::try_from(from.checked_sub(lines.base())?).ok()?;
+        lines.buf.get(from..lines.pos)
+    }
+
+    /// Skip the copies of `text` that follow, at most `max`, as if they had been read:
+    /// `text` must be `lines` whole lines (each ending in `\n`) that were just read, whose
+    /// events are accesses, acquires and releases of running threads that leave every
+    /// lock they touch with the holder it had before them (so a copy read right after
+    /// them is well-formed and leaves the reader's state as it was), and
+    /// `site_lines[i] = n` says that line `i` of `text` has the numeric location `n`
+    /// (a copy is skipped only where `n` is not its line number, as events compare
+    /// sites with lines: only then does it mean what it meant in `text`). Identical bytes are identical events, so a skipped
+    /// copy gives the events `text` gave, at line numbers `lines` further on. Returns
+    /// the number of copies skipped; the next line is the one after them.
+    pub fn skip_copies(
+        &mut self,
+        text: &[u8],
+        lines: u64,
+        site_lines: &[(u64, u32)],
+        max: u64,
+    ) -> Result<u64, ReadError> {
+        debug_assert!(text.ends_with(b"\n") && lines > 0);
+        let mut n = 0;
+        while n < max {
+            let line_no = self.lexer.lines.line_no;
+            match self.lexer.lines.fill_to(text.len()) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(error) => {
+                    return Err(ReadError::Io {
+                        line: line_no,
+                        error,
+                    });
+                }
+            }
+            let at = self.lexer.lines.pos;
+            if self.lexer.lines.buf[at..at + text.len()] != *text
+                || site_lines
+                    .iter()
+                    .any(|&(i, s)| (line_no as u64 + 1 + i) as u32 & !TOKEN_SITE_BIT == s)
+            {
+                break;
+            }
+            self.lexer.lines.pos += text.len();
+            self.lexer.lines.line_no += lines as usize;
+            self.parser.p.events += lines;
+            n += 1;
+        }
+        Ok(n)
     }
 }
 

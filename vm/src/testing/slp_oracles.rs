@@ -5,7 +5,8 @@
 //! `hb` and `eraser` on the grammar must report what the passes report on the trace:
 //! the same locations, the same racy event and the same other event; a chain that
 //! is not analysed on the grammar (`fasttrack`) runs on the expansion with the same
-//! report.
+//! report. The streamed compressor of `capvm compress` must give the grammar that
+//! pushing every event gives, also where it skips repeated lines unparsed.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,7 @@ use analyses::offline::analyze;
 use analyses::slp::analyze::analyze_slp;
 use analyses::slp::shapes::{bracketed, left_chain, segmented};
 use analyses::slp::{Compressor, Grammar, read_slp, write_slp};
+use analyses::testing::{looped, std_text, streamed_compression_agrees};
 use analyses::trace::Trace;
 
 fn options() -> ChainOptions {
@@ -60,8 +62,14 @@ pub fn grammars(trace: &Trace, seed: u64) -> Result<Vec<(&'static str, Grammar)>
     ])
 }
 
-/// Property 3 on `trace` (well-formed, as [`super::trace_oracles::renumber`] makes it).
+/// Property 3 on `trace` (well-formed, as [`super::trace_oracles::renumber`] makes it),
+/// and the streamed compressor (which skips repeated copies unparsed) on its text and
+/// on a looped variant of it.
 pub fn slp_agrees(trace: &Trace, seed: u64) -> Result<(), String> {
+    let text = std_text(&trace.file_events().cloned().collect::<Vec<_>>());
+    streamed_compression_agrees(&text).map_err(|e| format!("streamed: {e}"))?;
+    streamed_compression_agrees(&looped(&text, seed))
+        .map_err(|e| format!("streamed, looped: {e}"))?;
     let want: Vec<(&str, _)> = ["hb", "eraser", "fasttrack"]
         .into_iter()
         .map(|tool| {
