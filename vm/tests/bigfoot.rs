@@ -405,6 +405,60 @@ fn even_and_odd_refine_to_strides_without_a_race() {
 }
 
 #[test]
+fn partial_residue_classes_go_fine_without_a_race() {
+    // Odd elements 1..59 and even 2..62: strides that are not whole residue classes
+    // get one cell per element, not one-element intervals.
+    let (stats, races) = bigfoot_stats(&slices(1, 60, 2, 64, 2), 1);
+    assert_eq!(races, 0);
+    assert_eq!(stats["arrays"]["fine"], 1, "{stats}");
+    assert_eq!(stats["array_cells"], 64, "{stats}");
+}
+
+#[test]
+fn partial_residue_classes_race_where_they_overlap() {
+    for seed in 1..4 {
+        let (stats, races) = bigfoot_stats(&slices(1, 40, 3, 64, 2), seed);
+        assert!(races > 0, "{stats}");
+    }
+}
+
+const TWICE: &str = "
+class W {
+    void fill(int[] a, int lo, int hi, int step) {
+        for (int i = lo; i < hi; i = i + step) { a[i] = i; }
+    }
+    void twice(int[] a, int lo, int hi, int lo2, int hi2) {
+        fill(a, lo, hi, 2);
+        synchronized (this) { int z = a.length; }
+        fill(a, lo2, hi2, 2);
+    }
+}
+class Main {
+    static void main() {
+        int[] a = new int[64];
+        W w1 = new W();
+        W w2 = new W();
+        Thread t1 = fork w1.twice(a, 1, 60, 1, 60);
+        Thread t2 = fork w2.twice(a, 2, 62, LO, HI);
+        t1.join(); t2.join();
+        print(a[5] + a[6]);
+    }
+}";
+
+#[test]
+fn element_checks_on_a_fine_shadow_go_straight_to_the_cells() {
+    // After its first commit each thread checks the fine array's elements at once.
+    let (stats, races) = bigfoot_stats(&TWICE.replace("LO", "2").replace("HI", "62"), 1);
+    assert_eq!(races, 0, "{stats}");
+    assert_eq!(stats["arrays"]["fine"], 1, "{stats}");
+    for seed in 1..4 {
+        let src = TWICE.replace("LO", "3").replace("HI", "30");
+        let (stats, races) = bigfoot_stats(&src, seed);
+        assert!(races > 0, "{stats}");
+    }
+}
+
+#[test]
 fn overlapping_ranges_race_and_agree_with_fasttrack() {
     for seed in 1..4 {
         let (_, races) = bigfoot_stats(&slices(0, 40, 30, 64, 1), seed);
