@@ -237,6 +237,81 @@ fn strided_and_offset_loops_become_range_checks() {
 }
 
 #[test]
+fn arrays_from_fields_second_induction_variables_and_conditional_accesses_become_ranges() {
+    let p = placed(
+        "class Main {
+             int[] a;
+             int[] b;
+             void copy(int n) { for (int i = 0; i < n; i++) { a[i] = b[i]; } }
+             static void two(int[] a, int n) {
+                 int j = 0;
+                 for (int i = 0; i < n; i++) { a[j] = a[j + 1]; j = j + 2; }
+             }
+             static int cond(int[] a, int n) {
+                 int s = 0;
+                 for (int i = 0; i < n; i++) { s = s + a[i]; if (s > 3) { s = s + a[i]; } }
+                 return s;
+             }
+             static void main() {
+                 Main m = new Main(); m.a = new int[8]; m.b = new int[8]; m.copy(8);
+                 two(new int[9], 4); print(cond(new int[4], 4));
+             }
+         }",
+    );
+    // One range per array after the loop, one per array where its field changed.
+    let copy = checks_of(&p, "Main.copy");
+    assert!(!copy.iter().any(|c| c.1 == "elem"), "{copy:?}");
+    assert_eq!(
+        copy.iter().filter(|c| c == &&('W', "range".into())).count(),
+        2
+    );
+    assert_eq!(
+        copy.iter().filter(|c| c == &&('R', "range".into())).count(),
+        2
+    );
+    // `j` is an induction variable too (step 2): a write range and a read range.
+    assert_eq!(
+        checks_of(&p, "Main.two"),
+        vec![('W', "range".into()), ('R', "range".into())]
+    );
+    // The conditional a[i] is the unconditional one's element.
+    assert_eq!(checks_of(&p, "Main.cond"), vec![('R', "range".into())]);
+}
+
+#[test]
+fn a_field_array_replaced_during_the_loop_keeps_both_arrays_checked() {
+    // The worker's loop reads `arr[i]` while main writes both arrays and replaces the
+    // field: the ranges over the old array are checked when the change is seen, so
+    // bigfoot reports the same elements as fasttrack (the oracles run on every seed).
+    let src = "
+class W {
+    int[] arr;
+    void run(int n) {
+        int s = 0;
+        for (int i = 0; i < n; i++) { s = s + arr[i]; }
+        print(s);
+    }
+}
+class Main {
+    static void main() {
+        W w = new W();
+        int[] a = new int[48];
+        int[] b = new int[48];
+        w.arr = a;
+        Thread t = fork w.run(48);
+        for (int i = 0; i < 48; i++) { a[i] = 1; }
+        w.arr = b;
+        for (int i = 0; i < 48; i++) { b[i] = 2; }
+        t.join();
+    }
+}";
+    for seed in 1..7 {
+        let (stats, races) = bigfoot_stats(src, seed);
+        assert!(races > 0, "{stats}");
+    }
+}
+
+#[test]
 fn a_loop_with_a_lock_keeps_per_iteration_checks() {
     // A loop with synchronization is not coalesced: its accesses keep their own
     // checks, placed before the release.

@@ -7,15 +7,15 @@
 //!   first: "coarse"). A footprint range splits the cells at its bounds, so every cell
 //!   it touches lies inside it; blocks and the triangular patterns of LU factorization
 //!   (the `lufact` pathology of Rhodes, §3.6) cost one cell per distinct bound,
-//!   not one per element.
+//!   not one per element. A strided range splits its elements into one-element
+//!   cells, as long as the intervals stay few.
 //! - *Stride(k)*: cell `r` holds the elements `≡ r (mod k)`, entered from the single
 //!   coarse cell when a footprint is made of whole residue classes (even/odd halves).
 //! - *Fine*: one cell per element in a plain array indexed by the element, each cell
 //!   under its own lock (the same direct mapping as FastTrack's per-element shadow, so
 //!   the fallback is never slower than it). Entered when a footprint does not fit the
-//!   strides, when a strided range would split intervals element by element, or when
-//!   the intervals would become too many to be cheaper than one cell per element
-//!   ([`dense_limit`]). Terminal: a fine shadow is never refined or moved again, so a
+//!   strides, or when the intervals would become too many to be cheaper than one cell
+//!   per element ([`dense_limit`]). Terminal: a fine shadow is never refined or moved again, so a
 //!   thread may keep a pointer to its cells ([`ArrayShadow::fine_cells`]) and check
 //!   elements at once, without the array's lock and without a footprint.
 //!
@@ -56,27 +56,37 @@ impl Range {
     }
 }
 
-/// Whether committing `ranges` onto the intervals `m` should switch to fine cells: a
-/// strided range of several elements (it would split the intervals element by
-/// element), or more intervals than [`dense_limit`].
+/// The cell boundaries a range needs: its bounds, or those of each of its elements
+/// when it is strided.
+fn bounds(r: &Range, mut f: impl FnMut(u32) -> bool) -> bool {
+    if r.step == 1 || r.count() == 1 {
+        let (lo, hi) = r.span();
+        return f(lo) && f(hi);
+    }
+    let mut e = r.lo;
+    while e < r.hi {
+        if !(f(e) && f(e + 1)) {
+            return false;
+        }
+        e = e.saturating_add(r.step);
+    }
+    true
+}
+
+/// Whether committing `ranges` onto the intervals `m` would make more intervals than
+/// [`dense_limit`] (then fine cells are cheaper).
 fn too_fine(m: &BTreeMap<u32, Cell>, ranges: &[Range], len: u32) -> bool {
-    if ranges.iter().any(|r| r.step > 1 && r.count() > 1) {
-        return true;
-    }
     let limit = dense_limit(len);
-    if m.len() + 2 * ranges.len() <= limit {
-        return false;
-    }
     let mut new: std::collections::BTreeSet<u32> = Default::default();
     for r in ranges {
-        let (lo, hi) = r.span();
-        for p in [lo, hi] {
+        let fits = bounds(r, |p| {
             if p < len && !m.contains_key(&p) {
                 new.insert(p);
-                if m.len() + new.len() > limit {
-                    return true;
-                }
             }
+            m.len() + new.len() <= limit
+        });
+        if !fits {
+            return true;
         }
     }
     false
@@ -245,18 +255,27 @@ impl ArrayShadow {
         }
         match &mut self.rep {
             Rep::Intervals(m) => {
-                // `too_fine` sent every strided range of several elements to fine
-                // cells: what is left are contiguous ranges.
+                // A strided range splits its elements into one-element cells (few:
+                // `too_fine` bounds the cells).
                 for r in ranges {
-                    let (lo, hi) = r.span();
-                    split(m, lo, len);
-                    split(m, hi, len);
+                    bounds(r, |p| {
+                        split(m, p, len);
+                        true
+                    });
                 }
                 let mut kinds: BTreeMap<u32, (bool, usize)> = BTreeMap::new();
                 for (i, r) in ranges.iter().enumerate() {
-                    let (lo, hi) = r.span();
-                    for (s, _) in m.range(lo..hi) {
-                        mark(&mut kinds, *s, r.write, i);
+                    if r.step == 1 || r.count() == 1 {
+                        let (lo, hi) = r.span();
+                        for (s, _) in m.range(lo..hi) {
+                            mark(&mut kinds, *s, r.write, i);
+                        }
+                    } else {
+                        let mut e = r.lo;
+                        while e < r.hi {
+                            mark(&mut kinds, e, r.write, i);
+                            e = e.saturating_add(r.step);
+                        }
                     }
                 }
                 let ends: Vec<u32> = kinds
@@ -344,7 +363,8 @@ fn whole_classes(ranges: &[Range], len: u32) -> Option<u32> {
 /// one contiguous range (a loop reading `a[i]`, …, `a[i + k - 1]` with `i += k`), and
 /// contiguous or overlapping ranges of stride 1 and one kind are one range.
 pub fn normalize(ranges: &mut Vec<Range>) {
-    ranges.sort_by_key(|r| (r.write, r.step, r.lo));
+    ranges.sort_by_key(|r| (r.write, r.step, r.lo, r.hi));
+    ranges.dedup();
     let mut out: Vec<Range> = Vec::with_capacity(ranges.len());
     let mut i = 0;
     while i < ranges.len() {

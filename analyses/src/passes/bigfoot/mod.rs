@@ -171,7 +171,7 @@ impl Counts {
 }
 
 /// How many footprint entries back a new range may merge into (interleaved arrays).
-const MERGE_WINDOW: usize = 8;
+const MERGE_WINDOW: usize = 16;
 
 /// Footprint entries past which a thread commits without waiting for its next
 /// synchronization event.
@@ -336,8 +336,12 @@ impl BigFoot {
             }
             let p = &mut e.range;
             let single = r.hi - r.lo == 1;
-            // Already covered (a repeated element).
-            if single && r.lo >= p.lo && r.lo < p.hi && (r.lo - p.lo).is_multiple_of(p.step) {
+            // Already covered (a repeated element or range).
+            if r.lo >= p.lo
+                && r.hi <= p.hi
+                && (r.lo - p.lo).is_multiple_of(p.step)
+                && (single || r.step.is_multiple_of(p.step))
+            {
                 return;
             }
             // Extends the range by its next element or range.
