@@ -76,7 +76,7 @@ struct FineCache {
 // live as long as the pass; the cache itself is only used by its thread.
 unsafe impl Send for FineCache {}
 
-const FINE_CACHE: usize = 256;
+const FINE_CACHE: usize = 4096;
 
 impl Default for FineCache {
     fn default() -> Self {
@@ -88,7 +88,7 @@ impl Default for FineCache {
 
 impl FineCache {
     fn slot(arr: ObjId) -> usize {
-        ((arr.0 >> 3) ^ (arr.0 >> 12)) as usize & (FINE_CACHE - 1)
+        ((arr.0 >> 3) ^ (arr.0 >> 15)) as usize & (FINE_CACHE - 1)
     }
     fn get(&self, arr: ObjId) -> Option<&[SpinCell<Cell>]> {
         let (k, p, n) = self.slots[Self::slot(arr)];
@@ -389,24 +389,29 @@ impl BigFoot {
             let key = Loc { obj: arr, slot: 0 };
             let len = group[0].len;
             let mut found: Vec<(Touched, Mode, Vec<Race>, Acc)> = Vec::new();
+            // Per normalized range, the check that put it into the footprint (one of
+            // its kind overlapping it).
+            let accs: Vec<Acc> = ranges
+                .iter()
+                .map(|r| {
+                    group
+                        .iter()
+                        .find(|e| {
+                            e.range.write == r.write && e.range.lo < r.hi && r.lo < e.range.hi
+                        })
+                        .unwrap_or(&group[0])
+                        .acc
+                })
+                .collect();
             let (counts, fine) = (&mut l.counts, &mut l.fine);
             self.arrays.with(
                 key,
                 || Box::new(ArrayShadow::new(len)),
                 |a| {
                     a.commit(&ranges, |tc, cell| {
-                        // The check that put the deciding range into the footprint
-                        // (after normalization: one of that kind overlapping it).
-                        let r = ranges[tc.range];
-                        let e = group
-                            .iter()
-                            .find(|e| {
-                                e.range.write == tc.write && e.range.lo < r.hi && r.lo < e.range.hi
-                            })
-                            .unwrap_or(&group[0]);
                         let cur = Acc {
                             op: if tc.write { Op::Write } else { Op::Read },
-                            ..e.acc
+                            ..accs[tc.range]
                         };
                         let mut races = Vec::new();
                         if tc.write {
