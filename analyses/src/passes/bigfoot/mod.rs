@@ -354,6 +354,16 @@ impl BigFoot {
                     return;
                 }
             }
+            // Extends it downwards by the element before its first (a loop counting
+            // down, as insertion sort's inner loop does).
+            if single && r.lo < p.lo {
+                let d = p.lo - r.lo;
+                if p.hi - p.lo == 1 || d == p.step {
+                    p.step = d;
+                    p.lo = r.lo;
+                    return;
+                }
+            }
             if p.step == 1 && r.step == 1 && r.lo == p.hi {
                 p.hi = r.hi;
                 return;
@@ -562,5 +572,51 @@ impl Pass for BigFoot {
             o.extend(m);
         }
         Some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn single(l: &mut BfLocal, e: u32, write: bool) {
+        let acc = Acc {
+            tid: 0,
+            op: if write { Op::Write } else { Op::Read },
+            site: Default::default(),
+            ctx: Default::default(),
+            index: 0,
+        };
+        let r = Range {
+            lo: e,
+            hi: e + 1,
+            step: 1,
+            write,
+        };
+        BigFoot::add_range(l, ObjId(64), 100, r, acc);
+    }
+
+    #[test]
+    fn footprints_merge_elements_counting_up_or_down() {
+        let mut l = BfLocal::default();
+        // Insertion sort's inner loop: a[j + 1] = a[j] for j = 9, 8, …, 3.
+        for j in (3..10).rev() {
+            single(&mut l, j, false);
+            single(&mut l, j + 1, true);
+        }
+        let ranges: Vec<(u32, u32, u32, bool)> = l
+            .footprint
+            .iter()
+            .map(|e| (e.range.lo, e.range.hi, e.range.step, e.range.write))
+            .collect();
+        assert_eq!(ranges, vec![(3, 10, 1, false), (4, 11, 1, true)]);
+        // Counting up by 2, then repeating elements: one strided range.
+        let mut u = BfLocal::default();
+        for e in [20, 22, 24, 26, 22, 24] {
+            single(&mut u, e, false);
+        }
+        assert_eq!(u.footprint.len(), 1);
+        let r = u.footprint[0].range;
+        assert_eq!((r.lo, r.hi, r.step), (20, 27, 2));
     }
 }
