@@ -59,9 +59,11 @@
 //! of one checks all, so the group needs a single shadow location and the proxy
 //! relation is symmetric, which keeps the detector address precise (§3.4).
 //!
-//! Not done (see `docs/architecture.md`, "BigFoot"): the induction-variable range
-//! facts of §3.5 (an array access in a loop is a one-element check per iteration,
-//! which the runtime's footprints coalesce into ranges, DYNAMICBF) and alias facts.
+//! Loop range checks ([`coalesce_loops`]) cover the element accesses `a[i + c]` of
+//! synchronization-free loops. Not done (see `docs/architecture.md`, "BigFoot"):
+//! other induction-variable facts of §3.5 (any other array access in a loop is a
+//! one-element check per iteration, which the runtime's footprints coalesce into
+//! ranges, DYNAMICBF) and alias facts.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -881,16 +883,26 @@ fn coalesce(
     out
 }
 
-/// The loop range checks of §3.5 for the simplest induction pattern (Fig. 3.6b):
-/// in a loop with no synchronization at all whose only exit is its test, an element
-/// access `a[i + c]` (`c` a constant or a local the loop does not assign; `a` not
-/// assigned in the loop; `i` the loop's
-/// induction variable, assigned only by `i = i + k` with a constant `k > 0` in the
-/// latch) that runs in every iteration before the increment touches exactly
-/// `a[i0 + c .. i + c : k]` when the loop exits, `i0` being `i` on entry. Such accesses
-/// get no per-iteration check: one range check per array and offset (one step-1
-/// range when the offsets are `c0 .. c0 + k - 1` with one kind) on the exit edge, and
-/// `i0` is copied at the end of the preheader. Returns the covered accesses.
+/// The loop range checks of §3.5 for simple induction patterns (Fig. 3.6b): in a
+/// loop with no synchronization at all whose only exit is its test, an element
+/// access `a[i + c]` (`c` a constant or a local the loop does not assign; `i` an
+/// induction variable of the loop: assigned only by `i = i + k`, a constant `k > 0`,
+/// in a block that runs exactly once per iteration) that runs in every iteration
+/// before the increment touches exactly `a[i0 + c .. i + c : k]` when the loop exits,
+/// `i0` being `i` on entry. Such accesses get no per-iteration check: one range check
+/// per array and offset (one step-1 range when the offsets are `c0 .. c0 + k - 1`
+/// with one kind) on the exit edge, and `i0` is copied at the end of the preheader.
+/// An access that runs only in some iterations, to an element such an access of the
+/// same iteration touches with a covering kind, needs no check of its own either.
+///
+/// The array is a local the loop does not assign, or a *field source*: a local the
+/// loop assigns once, from a plain field `o.f` (`o` not assigned in the loop) earlier
+/// in the access's block — `this.a[i]` in a loop. Its value may change between
+/// iterations only through another thread's store, and the ranges must name the array
+/// that was accessed: after each load the loop compares the array with the previous
+/// iteration's (null at first); on a change it checks the ranges accessed through the
+/// previous array so far and restarts them at the current `i`. The exit edge checks
+/// the last array's ranges. Returns the covered accesses.
 ///
 /// Precise: no acquire lies between the accesses and the check (the loop has no
 /// synchronization), which covers them; every index of the range was accessed with
@@ -1020,43 +1032,20 @@ fn coalesce_loop(
     }
     let all_defs = defs_in(f, 0..n);
     let loop_defs = defs_in(f, body.iter().copied());
-    // The induction variable: `i = t` in the latch, `t = i + c` before it there.
-    // (`i++` lowers to `t = i + 1; i = t`, `i = i + k` to one instruction.)
-    let mut ind: Option<(Local, usize, i64)> = None;
-    for (i, inst) in f.blocks[l].insts.iter().enumerate() {
-        let (dst, ti) = match *inst {
-            Inst::Copy { dst, src } => match loop_defs.get(&src).map(Vec::as_slice) {
-                Some([(tb, ti)]) if *tb == l && *ti < i => (dst, *ti),
-                _ => continue,
-            },
-            Inst::Binary { dst, .. } => (dst, i),
-            _ => continue,
-        };
-        if loop_defs.get(&dst).map(Vec::len) != Some(1) {
-            continue;
-        }
-        if let Inst::Binary {
-            op: BinOp::IAdd,
-            lhs,
-            rhs,
-            ..
-        } = f.blocks[l].insts[ti]
-        {
-            let c = if lhs == dst {
-                rhs
-            } else if rhs == dst {
-                lhs
-            } else {
+    // Paths inside one iteration: from `a` to `b` without passing the loop test.
+    let reaches = |a: usize, b: usize| -> bool {
+        let mut seen: HashSet<usize> = HashSet::new();
+        let mut work: Vec<usize> = succs[a].iter().map(|s| s.index()).collect();
+        while let Some(x) = work.pop() {
+            if x == h || !body.contains(&x) || !seen.insert(x) {
                 continue;
-            };
-            if let Some(k) = const_of(&all_defs, f, c).filter(|k| (1..=1 << 20).contains(k)) {
-                ind = Some((dst, i, k));
-                break;
             }
+            if x == b {
+                return true;
+            }
+            work.extend(succs[x].iter().map(|s| s.index()));
         }
-    }
-    let Some((iv, inc_at, step)) = ind else {
-        return;
+        false
     };
     // Blocks that run in every iteration before the latch: they dominate it inside
     // the loop (removing them disconnects the body's entry from the latch).
@@ -1080,142 +1069,236 @@ fn coalesce_loop(
         }
         true
     };
-    // Candidate accesses: (array, offset) → (write?, positions, site).
-    // The offset of an index from `i`: a loop-invariant local (or none) plus a constant.
-    type Ranges = BTreeMap<(Local, Option<Local>, i64), (bool, Vec<(usize, usize)>, SiteId)>;
-    let mut ranges: Ranges = BTreeMap::new();
+    // The induction variables: assigned once in the loop, by `i = t` with `t = i + k`
+    // before it in its block (`i++` lowers so) or by `i = i + k`, `k > 0` a constant,
+    // in a block that runs exactly once per iteration (it dominates the latch and
+    // lies on no cycle inside the loop). Each: its increment's block, position, step.
+    let mut ivs: BTreeMap<Local, (usize, usize, i64)> = BTreeMap::new();
     for &b in &body {
-        if b == h || !dominates_latch(b) {
+        if b == h || !dominates_latch(b) || reaches(b, b) {
             continue;
         }
         for (i, inst) in f.blocks[b].insts.iter().enumerate() {
-            if b == l && i >= inc_at {
-                break;
-            }
-            let (arr, index, write, site) = match *inst {
-                Inst::ArrayLoad {
-                    arr, index, site, ..
-                } => (arr, index, false, site),
-                Inst::ArrayStore {
-                    arr, index, site, ..
-                } => (arr, index, true, site),
+            let (dst, ti) = match *inst {
+                Inst::Copy { dst, src } => match loop_defs.get(&src).map(Vec::as_slice) {
+                    Some([(tb, ti)]) if *tb == b && *ti < i => (dst, *ti),
+                    _ => continue,
+                },
+                Inst::Binary { dst, .. } => (dst, i),
                 _ => continue,
             };
-            if loop_defs.contains_key(&arr) {
+            if loop_defs.get(&dst).map(Vec::len) != Some(1) {
                 continue;
             }
-            let offset = if index == iv {
-                Some((None, 0))
-            } else {
-                match loop_defs.get(&index).map(Vec::as_slice) {
-                    Some([(db, di)]) if *db == b && *di < i => match f.blocks[b].insts[*di] {
-                        Inst::Binary { op, lhs, rhs, .. } => {
-                            // A constant, or a local the loop does not assign.
-                            let off = |x: Local| match const_of(&all_defs, f, x) {
-                                Some(v) if v.abs() <= 1 << 20 => Some((None, v)),
-                                Some(_) => None,
-                                None if x != iv && !loop_defs.contains_key(&x) => {
-                                    Some((Some(x), 0))
-                                }
-                                None => None,
-                            };
-                            match op {
-                                BinOp::IAdd if lhs == iv => off(rhs),
-                                BinOp::IAdd if rhs == iv => off(lhs),
-                                BinOp::ISub if lhs == iv => const_of(&all_defs, f, rhs)
-                                    .filter(|v| v.abs() <= 1 << 20)
-                                    .map(|v| (None, -v)),
-                                _ => None,
-                            }
-                        }
-                        _ => None,
-                    },
-                    _ => None,
+            if let Inst::Binary {
+                op: BinOp::IAdd,
+                lhs,
+                rhs,
+                ..
+            } = f.blocks[b].insts[ti]
+            {
+                let c = if lhs == dst {
+                    rhs
+                } else if rhs == dst {
+                    lhs
+                } else {
+                    continue;
+                };
+                if let Some(k) = const_of(&all_defs, f, c).filter(|k| (1..=1 << 20).contains(k)) {
+                    ivs.insert(dst, (b, i, k));
                 }
-            };
-            let Some((base, offset)) = offset else {
+            }
+        }
+    }
+    if ivs.is_empty() {
+        return;
+    }
+    // Whether an access at `(b, i)` runs before `iv`'s increment in its iteration.
+    let before_increment = |iv: Local, b: usize, i: usize| -> bool {
+        let (ib, ii, _) = ivs[&iv];
+        if b == ib {
+            i < ii
+        } else {
+            reaches(b, ib) && !reaches(ib, b)
+        }
+    };
+    // The array of an access: a local the loop does not assign, or one the loop
+    // assigns once, from a plain field of an object local it does not assign, earlier
+    // in the access's block (a *field source*: its value may change between
+    // iterations only through a store the loop does not make, i.e. another thread's;
+    // each iteration compares it with the previous one, and a change checks the
+    // range accessed through the previous array so far and starts a new one).
+    let field_source = |arr: Local, b: usize, i: usize| -> Option<usize> {
+        match loop_defs.get(&arr).map(Vec::as_slice) {
+            Some([(db, di)]) if *db == b && *di < i => match f.blocks[b].insts[*di] {
+                Inst::GetField { obj, field, .. }
+                    if !cx.prog.field(field).is_volatile && !loop_defs.contains_key(&obj) =>
+                {
+                    Some(*di)
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    // The induction variable, base and offset of an index: `i`, or `i + c` / `c + i` /
+    // `i - c` defined earlier in the access's block, `c` a constant or a local the
+    // loop does not assign.
+    let index_of = |index: Local, b: usize, i: usize| -> Option<(Local, Option<Local>, i64)> {
+        if ivs.contains_key(&index) {
+            return Some((index, None, 0));
+        }
+        let Some([(db, di)]) = loop_defs.get(&index).map(Vec::as_slice) else {
+            return None;
+        };
+        if *db != b || *di >= i {
+            return None;
+        }
+        let Inst::Binary { op, lhs, rhs, .. } = f.blocks[b].insts[*di] else {
+            return None;
+        };
+        let off = |x: Local| match const_of(&all_defs, f, x) {
+            Some(v) if v.abs() <= 1 << 20 => Some((None, v)),
+            Some(_) => None,
+            None if !loop_defs.contains_key(&x) => Some((Some(x), 0)),
+            None => None,
+        };
+        let (iv, o) = match op {
+            BinOp::IAdd if ivs.contains_key(&lhs) => (lhs, off(rhs)?),
+            BinOp::IAdd if ivs.contains_key(&rhs) => (rhs, off(lhs)?),
+            BinOp::ISub if ivs.contains_key(&lhs) => (
+                lhs,
+                const_of(&all_defs, f, rhs)
+                    .filter(|v| v.abs() <= 1 << 20)
+                    .map(|v| (None, -v))?,
+            ),
+            _ => return None,
+        };
+        Some((iv, o.0, o.1))
+    };
+    // Candidate accesses: (array, induction variable, base, offset) → (write?,
+    // positions, site); field sources by array local → position of their load.
+    type Key = (Local, Local, Option<Local>, i64);
+    type Ranges = BTreeMap<Key, (bool, Vec<(usize, usize)>, SiteId)>;
+    let mut ranges: Ranges = BTreeMap::new();
+    let mut sources: BTreeMap<Local, (usize, usize, SiteId)> = BTreeMap::new();
+    let access = |inst: &Inst| match *inst {
+        Inst::ArrayLoad {
+            arr, index, site, ..
+        } => Some((arr, index, false, site)),
+        Inst::ArrayStore {
+            arr, index, site, ..
+        } => Some((arr, index, true, site)),
+        _ => None,
+    };
+    let key_of = |b: usize, i: usize, arr: Local, index: Local| -> Option<(Key, Option<usize>)> {
+        let (iv, base, off) = index_of(index, b, i)?;
+        if !before_increment(iv, b, i) {
+            return None;
+        }
+        let src = if loop_defs.contains_key(&arr) {
+            Some(field_source(arr, b, i)?)
+        } else {
+            None
+        };
+        Some(((arr, iv, base, off), src))
+    };
+    let conditional: Vec<usize> = body
+        .iter()
+        .copied()
+        .filter(|b| *b != h && !dominates_latch(*b))
+        .collect();
+    for &b in &body {
+        if b == h || conditional.contains(&b) {
+            continue;
+        }
+        for (i, inst) in f.blocks[b].insts.iter().enumerate() {
+            let Some((arr, index, write, site)) = access(inst) else {
                 continue;
             };
-            let e = ranges
-                .entry((arr, base, offset))
-                .or_insert((write, Vec::new(), site));
+            let Some((key, src)) = key_of(b, i, arr, index) else {
+                continue;
+            };
+            if let Some(di) = src {
+                let load_site = f.blocks[b].insts[di].site().unwrap_or(site);
+                sources.insert(arr, (b, di, load_site));
+            }
+            let e = ranges.entry(key).or_insert((write, Vec::new(), site));
             e.0 |= write;
             e.1.push((b, i));
+        }
+    }
+    // Accesses that run only in some iterations, to an element that an access of the
+    // same iteration with a covering kind also touches, are covered by that access's
+    // range check too (it follows them with no acquire between).
+    for &b in &conditional {
+        for (i, inst) in f.blocks[b].insts.iter().enumerate() {
+            let Some((arr, index, write, _)) = access(inst) else {
+                continue;
+            };
+            if let Some((key, _)) = key_of(b, i, arr, index)
+                && let Some(e) = ranges.get_mut(&key)
+                && e.0 >= write
+            {
+                e.1.push((b, i));
+            }
         }
     }
     if ranges.is_empty() {
         return;
     }
-    // i0 = i at the end of the preheader.
-    let i0 = fresh_local(f, iv);
-    f.blocks[pre].insts.push(Inst::Copy { dst: i0, src: iv });
-    // The range checks, on a block of their own on the exit edge.
-    let mut insts = Vec::new();
-    type ByArray = BTreeMap<(Local, Option<Local>), Vec<(i64, bool, SiteId)>>;
-    let mut by_array: ByArray = BTreeMap::new();
-    for ((arr, base, off), (write, pos, site)) in &ranges {
-        by_array
-            .entry((*arr, *base))
+    // Range starts: `i0 = i` at the end of the preheader, per induction variable (and
+    // per field source, whose ranges restart when its array changes); a field
+    // source's previous array starts as null.
+    let mut starts: BTreeMap<(Option<Local>, Local), Local> = BTreeMap::new();
+    let mut prev: BTreeMap<Local, Local> = BTreeMap::new();
+    for (arr, iv, _, _) in ranges.keys() {
+        let s = sources.contains_key(arr).then_some(*arr);
+        if let std::collections::btree_map::Entry::Vacant(v) = starts.entry((s, *iv)) {
+            let i0 = fresh_local(f, *iv);
+            f.blocks[pre].insts.push(Inst::Copy { dst: i0, src: *iv });
+            v.insert(i0);
+        }
+        if s.is_some() && !prev.contains_key(arr) {
+            let p = fresh_local(f, *arr);
+            f.blocks[pre].insts.push(Inst::Const {
+                dst: p,
+                value: Const::Null,
+            });
+            prev.insert(*arr, p);
+        }
+    }
+    // Per checked array: (induction variable, base) → offsets.
+    type Groups = BTreeMap<(Local, Local, Option<Local>), Vec<(i64, bool, SiteId)>>;
+    let mut groups: Groups = BTreeMap::new();
+    for ((arr, iv, base, off), (write, pos, site)) in &ranges {
+        groups
+            .entry((*arr, *iv, *base))
             .or_default()
             .push((*off, *write, *site));
         covered.extend(pos.iter().copied());
         stats.loop_covered += pos.len();
     }
-    for ((arr, base), offs) in by_array {
-        let first = offs[0];
-        let contiguous = offs.len() as i64 == step
-            && offs.iter().all(|o| o.1 == first.1)
-            && offs
-                .iter()
-                .enumerate()
-                .all(|(j, o)| o.0 == first.0 + j as i64);
-        let emitted: Vec<(i64, bool, SiteId, u32)> = if contiguous {
-            vec![(first.0, first.1, first.2, 1)]
-        } else {
-            offs.iter()
-                .map(|(o, w, s)| (*o, *w, *s, step as u32))
-                .collect()
-        };
-        for (off, write, site, st) in emitted {
-            // lo = i0 + base + off, hi = i + base + off.
-            let (mut lo, mut hi) = (i0, iv);
-            let mut add = |f: &mut Function, insts: &mut Vec<Inst>, x: Local| {
-                let (l2, h2) = (fresh_local(f, iv), fresh_local(f, iv));
-                for (d, from) in [(l2, lo), (h2, hi)] {
-                    insts.push(Inst::Binary {
-                        dst: d,
-                        op: BinOp::IAdd,
-                        lhs: from,
-                        rhs: x,
-                        site,
-                    });
-                }
-                (lo, hi) = (l2, h2);
-            };
-            if let Some(x) = base {
-                add(f, &mut insts, x);
+    // The range checks of `arr`'s groups over the array in `checked`.
+    let checks_of = |f: &mut Function, arr: Local, checked: Local, stats: &mut Placement| {
+        let mut insts = Vec::new();
+        for ((a, iv, base), offs) in &groups {
+            if *a != arr {
+                continue;
             }
-            if off != 0 {
-                let c = fresh_local(f, iv);
-                insts.push(Inst::Const {
-                    dst: c,
-                    value: Const::Int(off),
-                });
-                add(f, &mut insts, c);
-            }
-            insts.push(Inst::Check {
-                target: CheckTarget::Range {
-                    arr,
-                    lo,
-                    hi,
-                    step: st,
-                },
-                write,
-                site,
-            });
-            stats.loop_ranges += 1;
-            stats.checks += 1;
+            let step = ivs[iv].2;
+            let s = sources.contains_key(a).then_some(*a);
+            let i0 = starts[&(s, *iv)];
+            insts.extend(range_checks(f, checked, i0, *iv, *base, offs, step, stats));
         }
+        insts
+    };
+    // On the exit edge: every range (over a field source's last array).
+    let mut insts = Vec::new();
+    let arrays: BTreeSet<Local> = groups.keys().map(|k| k.0).collect();
+    for arr in &arrays {
+        let checked = prev.get(arr).copied().unwrap_or(*arr);
+        insts.extend(checks_of(f, *arr, checked, stats));
     }
     let split = BlockId(f.blocks.len() as u32);
     f.blocks.push(Block {
@@ -1232,4 +1315,129 @@ fn coalesce_loop(
             *else_to = split;
         }
     }
+    // After each field source's load: if the array changed, check the ranges of the
+    // previous one, restart them, and remember the new array. Later loads first, so
+    // the earlier positions of a block stay valid.
+    let mut loads: Vec<(usize, usize, Local, SiteId)> = sources
+        .iter()
+        .map(|(arr, (b, di, site))| (*b, *di, *arr, *site))
+        .collect();
+    loads.sort_by_key(|x| std::cmp::Reverse((x.0, x.1)));
+    for (b, di, arr, site) in loads {
+        let p = prev[&arr];
+        let mut flush = checks_of(f, arr, p, stats);
+        for ((s, iv), i0) in &starts {
+            if *s == Some(arr) {
+                flush.push(Inst::Copy { dst: *i0, src: *iv });
+            }
+        }
+        flush.push(Inst::Copy { dst: p, src: arr });
+        let changed = fresh_local(f, arr);
+        f.locals[changed.index()].ty = Type::Boolean;
+        let tail: Vec<Inst> = f.blocks[b].insts.split_off(di + 1);
+        let cont = BlockId(f.blocks.len() as u32);
+        let flush_b = BlockId(f.blocks.len() as u32 + 1);
+        let term = std::mem::replace(
+            &mut f.blocks[b].term,
+            Terminator::Branch {
+                cond: changed,
+                then_to: flush_b,
+                else_to: cont,
+            },
+        );
+        f.blocks[b].insts.push(Inst::Binary {
+            dst: changed,
+            op: BinOp::RefNe,
+            lhs: arr,
+            rhs: p,
+            site,
+        });
+        f.blocks.push(Block { insts: tail, term });
+        f.blocks.push(Block {
+            insts: flush,
+            term: Terminator::Jump(cont),
+        });
+        // Positions after the load moved to the continuation block.
+        let moved: Vec<(usize, usize)> = covered
+            .iter()
+            .copied()
+            .filter(|(cb, ci)| *cb == b && *ci > di)
+            .collect();
+        for (cb, ci) in moved {
+            covered.remove(&(cb, ci));
+            covered.insert((cont.index(), ci - di - 1));
+        }
+    }
+}
+
+/// The range checks over `arr` of one group of offsets `base + off` of the induction
+/// variable `iv` (step `step`), from `i0`: one step-1 range when the offsets are
+/// `c0 … c0 + step - 1` with one kind, else one range of stride `step` per offset.
+#[allow(clippy::too_many_arguments)]
+fn range_checks(
+    f: &mut Function,
+    arr: Local,
+    i0: Local,
+    iv: Local,
+    base: Option<Local>,
+    offs: &[(i64, bool, SiteId)],
+    step: i64,
+    stats: &mut Placement,
+) -> Vec<Inst> {
+    let mut insts = Vec::new();
+    let first = offs[0];
+    let contiguous = offs.len() as i64 == step
+        && offs.iter().all(|o| o.1 == first.1)
+        && offs
+            .iter()
+            .enumerate()
+            .all(|(j, o)| o.0 == first.0 + j as i64);
+    let emitted: Vec<(i64, bool, SiteId, u32)> = if contiguous {
+        vec![(first.0, first.1, first.2, 1)]
+    } else {
+        offs.iter()
+            .map(|(o, w, s)| (*o, *w, *s, step as u32))
+            .collect()
+    };
+    for (off, write, site, st) in emitted {
+        // lo = i0 + base + off, hi = i + base + off.
+        let (mut lo, mut hi) = (i0, iv);
+        let mut add = |f: &mut Function, insts: &mut Vec<Inst>, x: Local| {
+            let (l2, h2) = (fresh_local(f, iv), fresh_local(f, iv));
+            for (d, from) in [(l2, lo), (h2, hi)] {
+                insts.push(Inst::Binary {
+                    dst: d,
+                    op: BinOp::IAdd,
+                    lhs: from,
+                    rhs: x,
+                    site,
+                });
+            }
+            (lo, hi) = (l2, h2);
+        };
+        if let Some(x) = base {
+            add(f, &mut insts, x);
+        }
+        if off != 0 {
+            let c = fresh_local(f, iv);
+            insts.push(Inst::Const {
+                dst: c,
+                value: Const::Int(off),
+            });
+            add(f, &mut insts, c);
+        }
+        insts.push(Inst::Check {
+            target: CheckTarget::Range {
+                arr,
+                lo,
+                hi,
+                step: st,
+            },
+            write,
+            site,
+        });
+        stats.loop_ranges += 1;
+        stats.checks += 1;
+    }
+    insts
 }

@@ -237,6 +237,81 @@ fn strided_and_offset_loops_become_range_checks() {
 }
 
 #[test]
+fn arrays_from_fields_second_induction_variables_and_conditional_accesses_become_ranges() {
+    let p = placed(
+        "class Main {
+             int[] a;
+             int[] b;
+             void copy(int n) { for (int i = 0; i < n; i++) { a[i] = b[i]; } }
+             static void two(int[] a, int n) {
+                 int j = 0;
+                 for (int i = 0; i < n; i++) { a[j] = a[j + 1]; j = j + 2; }
+             }
+             static int cond(int[] a, int n) {
+                 int s = 0;
+                 for (int i = 0; i < n; i++) { s = s + a[i]; if (s > 3) { s = s + a[i]; } }
+                 return s;
+             }
+             static void main() {
+                 Main m = new Main(); m.a = new int[8]; m.b = new int[8]; m.copy(8);
+                 two(new int[9], 4); print(cond(new int[4], 4));
+             }
+         }",
+    );
+    // One range per array after the loop, one per array where its field changed.
+    let copy = checks_of(&p, "Main.copy");
+    assert!(!copy.iter().any(|c| c.1 == "elem"), "{copy:?}");
+    assert_eq!(
+        copy.iter().filter(|c| c == &&('W', "range".into())).count(),
+        2
+    );
+    assert_eq!(
+        copy.iter().filter(|c| c == &&('R', "range".into())).count(),
+        2
+    );
+    // `j` is an induction variable too (step 2): a write range and a read range.
+    assert_eq!(
+        checks_of(&p, "Main.two"),
+        vec![('W', "range".into()), ('R', "range".into())]
+    );
+    // The conditional a[i] is the unconditional one's element.
+    assert_eq!(checks_of(&p, "Main.cond"), vec![('R', "range".into())]);
+}
+
+#[test]
+fn a_field_array_replaced_during_the_loop_keeps_both_arrays_checked() {
+    // The worker's loop reads `arr[i]` while main writes both arrays and replaces the
+    // field: the ranges over the old array are checked when the change is seen, so
+    // bigfoot reports the same elements as fasttrack (the oracles run on every seed).
+    let src = "
+class W {
+    int[] arr;
+    void run(int n) {
+        int s = 0;
+        for (int i = 0; i < n; i++) { s = s + arr[i]; }
+        print(s);
+    }
+}
+class Main {
+    static void main() {
+        W w = new W();
+        int[] a = new int[48];
+        int[] b = new int[48];
+        w.arr = a;
+        Thread t = fork w.run(48);
+        for (int i = 0; i < 48; i++) { a[i] = 1; }
+        w.arr = b;
+        for (int i = 0; i < 48; i++) { b[i] = 2; }
+        t.join();
+    }
+}";
+    for seed in 1..7 {
+        let (stats, races) = bigfoot_stats(src, seed);
+        assert!(races > 0, "{stats}");
+    }
+}
+
+#[test]
 fn a_loop_with_a_lock_keeps_per_iteration_checks() {
     // A loop with synchronization is not coalesced: its accesses keep their own
     // checks, placed before the release.
@@ -402,6 +477,60 @@ fn even_and_odd_refine_to_strides_without_a_race() {
     let (stats, races) = bigfoot_stats(&slices(0, 64, 1, 64, 2), 1);
     assert_eq!(races, 0);
     assert_eq!(stats["arrays"]["stride"], 1, "{stats}");
+}
+
+#[test]
+fn partial_residue_classes_go_fine_without_a_race() {
+    // Odd elements 1..59 and even 2..62: strides that are not whole residue classes
+    // get one cell per element, not one-element intervals.
+    let (stats, races) = bigfoot_stats(&slices(1, 60, 2, 64, 2), 1);
+    assert_eq!(races, 0);
+    assert_eq!(stats["arrays"]["fine"], 1, "{stats}");
+    assert_eq!(stats["array_cells"], 64, "{stats}");
+}
+
+#[test]
+fn partial_residue_classes_race_where_they_overlap() {
+    for seed in 1..4 {
+        let (stats, races) = bigfoot_stats(&slices(1, 40, 3, 64, 2), seed);
+        assert!(races > 0, "{stats}");
+    }
+}
+
+const TWICE: &str = "
+class W {
+    void fill(int[] a, int lo, int hi, int step) {
+        for (int i = lo; i < hi; i = i + step) { a[i] = i; }
+    }
+    void twice(int[] a, int lo, int hi, int lo2, int hi2) {
+        fill(a, lo, hi, 2);
+        synchronized (this) { int z = a.length; }
+        fill(a, lo2, hi2, 2);
+    }
+}
+class Main {
+    static void main() {
+        int[] a = new int[64];
+        W w1 = new W();
+        W w2 = new W();
+        Thread t1 = fork w1.twice(a, 1, 60, 1, 60);
+        Thread t2 = fork w2.twice(a, 2, 62, LO, HI);
+        t1.join(); t2.join();
+        print(a[5] + a[6]);
+    }
+}";
+
+#[test]
+fn element_checks_on_a_fine_shadow_go_straight_to_the_cells() {
+    // After its first commit each thread checks the fine array's elements at once.
+    let (stats, races) = bigfoot_stats(&TWICE.replace("LO", "2").replace("HI", "62"), 1);
+    assert_eq!(races, 0, "{stats}");
+    assert_eq!(stats["arrays"]["fine"], 1, "{stats}");
+    for seed in 1..4 {
+        let src = TWICE.replace("LO", "3").replace("HI", "30");
+        let (stats, races) = bigfoot_stats(&src, seed);
+        assert!(races > 0, "{stats}");
+    }
 }
 
 #[test]

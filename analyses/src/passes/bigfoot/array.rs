@@ -7,21 +7,30 @@
 //!   first: "coarse"). A footprint range splits the cells at its bounds, so every cell
 //!   it touches lies inside it; blocks and the triangular patterns of LU factorization
 //!   (the `lufact` pathology of Rhodes, §3.6) cost one cell per distinct bound,
-//!   not one per element. A strided range splits its elements into one-element cells.
+//!   not one per element. A strided range splits its elements into one-element
+//!   cells, as long as the intervals stay few.
 //! - *Stride(k)*: cell `r` holds the elements `≡ r (mod k)`, entered from the single
 //!   coarse cell when a footprint is made of whole residue classes (even/odd halves).
-//! - *Fine after stride*: one cell per element, each starting as a copy of its
-//!   residue class's cell, when a footprint does not fit the strides.
+//! - *Fine*: one cell per element in a plain array indexed by the element, each cell
+//!   under its own lock (the same direct mapping as FastTrack's per-element shadow, so
+//!   the fallback is never slower than it). Entered when a footprint does not fit the
+//!   strides, or when the intervals would become too many to be cheaper than one cell
+//!   per element ([`dense_limit`]). Terminal: a fine shadow is never refined or moved again, so a
+//!   thread may keep a pointer to its cells ([`ArrayShadow::fine_cells`]) and check
+//!   elements at once, without the array's lock and without a footprint.
 //!
 //! Refinement is lossless: a new cell starts as a copy of the cell that held its
 //! elements. A cell is only checked when the footprint covers all of it, and covers it
 //! uniformly (all written, or all accessed and none written): a check of a partly
 //! covered cell would be illegitimate (false alarms), one of a partly written cell would
-//! not cover the writes (missed races).
+//! not cover the writes (missed races). A fine cell is checked once per range that
+//! touches it, writes first (a read check of an element this thread write-checked in
+//! the same epoch returns at once, [`Cell::read`]).
 
 use std::collections::BTreeMap;
 
 use super::cell::Cell;
+use crate::spin::SpinCell;
 
 /// One footprint range of a thread on one array: `lo..hi:step`, read or write.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -34,9 +43,53 @@ pub struct Range {
 
 impl Range {
     /// Number of elements.
-    fn count(&self) -> u32 {
+    pub fn count(&self) -> u32 {
         (self.hi - self.lo).div_ceil(self.step)
     }
+    /// The contiguous elements of a range of stride 1 or of one element.
+    fn span(&self) -> (u32, u32) {
+        if self.count() == 1 {
+            (self.lo, self.lo + 1)
+        } else {
+            (self.lo, self.hi)
+        }
+    }
+}
+
+/// The cell boundaries a range needs: its bounds, or those of each of its elements
+/// when it is strided.
+fn bounds(r: &Range, mut f: impl FnMut(u32) -> bool) -> bool {
+    if r.step == 1 || r.count() == 1 {
+        let (lo, hi) = r.span();
+        return f(lo) && f(hi);
+    }
+    let mut e = r.lo;
+    while e < r.hi {
+        if !(f(e) && f(e + 1)) {
+            return false;
+        }
+        e = e.saturating_add(r.step);
+    }
+    true
+}
+
+/// Whether committing `ranges` onto the intervals `m` would make more intervals than
+/// [`dense_limit`] (then fine cells are cheaper).
+fn too_fine(m: &BTreeMap<u32, Cell>, ranges: &[Range], len: u32) -> bool {
+    let limit = dense_limit(len);
+    let mut new: std::collections::BTreeSet<u32> = Default::default();
+    for r in ranges {
+        let fits = bounds(r, |p| {
+            if p < len && !m.contains_key(&p) {
+                new.insert(p);
+            }
+            m.len() + new.len() <= limit
+        });
+        if !fits {
+            return true;
+        }
+    }
+    false
 }
 
 /// The representation in force (for statistics and reports).
@@ -47,7 +100,7 @@ pub enum Mode {
     /// Intervals between breakpoints.
     Intervals,
     Stride(u32),
-    /// One cell per element (after strides).
+    /// One cell per element.
     Fine,
 }
 
@@ -66,8 +119,26 @@ enum Rep {
     /// Cell start → cell; a cell ends where the next starts (or at the length).
     Intervals(BTreeMap<u32, Cell>),
     Stride(u32, Vec<Cell>),
-    /// Materialized one-element cells over the frozen residue cells.
-    Fine(BTreeMap<u32, Cell>, u32, Vec<Cell>),
+    /// One cell per element, indexed by the element (terminal).
+    Fine(Box<[SpinCell<Cell>]>),
+}
+
+/// Cells past which intervals are converted to one cell per element: when the
+/// average interval would hold fewer than 32 elements (a commit then costs about as
+/// much per element as with fine cells, plus the ordered map's overhead).
+pub fn dense_limit(len: u32) -> usize {
+    (len as usize / 32).max(32)
+}
+
+/// One fine cell per element, each a copy of `cell_of(element)`.
+fn fine(len: u32, cell_of: impl Fn(u32) -> Cell) -> Box<[SpinCell<Cell>]> {
+    (0..len)
+        .map(|e| {
+            let c = SpinCell::default();
+            *c.lock() = cell_of(e);
+            c
+        })
+        .collect()
 }
 
 pub struct ArrayShadow {
@@ -108,12 +179,35 @@ impl ArrayShadow {
         match &self.rep {
             Rep::Intervals(m) => m.len(),
             Rep::Stride(_, v) => v.len(),
-            Rep::Fine(m, _, v) => m.len() + v.len(),
+            Rep::Fine(v) => v.len(),
+        }
+    }
+
+    /// The cells of a fine shadow (one per element, each under its own lock). They
+    /// never move or go away while the shadow lives: a fine shadow is never refined.
+    pub fn fine_cells(&self) -> Option<&[SpinCell<Cell>]> {
+        match &self.rep {
+            Rep::Fine(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Convert intervals to fine cells (each a copy of its interval's cell).
+    fn intervals_to_fine(&mut self) {
+        if let Rep::Intervals(m) = &self.rep {
+            let starts: Vec<(u32, &Cell)> = m.iter().map(|(s, c)| (*s, c)).collect();
+            let cells = fine(self.len, |e| {
+                let i = starts.partition_point(|(s, _)| *s <= e);
+                starts[i.saturating_sub(1)].1.clone()
+            });
+            self.rep = Rep::Fine(cells);
         }
     }
 
     /// Refine for the footprint `ranges` (non-empty, normalized, inside the array) and
-    /// apply `check` once to every cell it touches, in index order.
+    /// apply `check` to every cell it touches: once, in index order, for intervals
+    /// and strides; once per range touching it, the write ranges first, for fine
+    /// cells.
     pub fn commit(&mut self, ranges: &[Range], mut check: impl FnMut(Touched, &mut Cell)) {
         let len = self.len;
         // Whole residue classes of one stride, on a never-refined array: strides.
@@ -151,31 +245,29 @@ impl ArrayShadow {
                 return;
             }
             let parent = std::mem::take(cells);
-            self.rep = Rep::Fine(BTreeMap::new(), k, parent);
+            self.rep = Rep::Fine(fine(len, |e| parent[(e % k) as usize].clone()));
+        }
+        // Intervals that would split too finely: fine cells instead.
+        if let Rep::Intervals(m) = &self.rep
+            && too_fine(m, ranges, len)
+        {
+            self.intervals_to_fine();
         }
         match &mut self.rep {
             Rep::Intervals(m) => {
+                // A strided range splits its elements into one-element cells (few:
+                // `too_fine` bounds the cells).
                 for r in ranges {
-                    if r.count() == 1 {
-                        split(m, r.lo, len);
-                        split(m, r.lo + 1, len);
-                    } else if r.step == 1 {
-                        split(m, r.lo, len);
-                        split(m, r.hi, len);
-                    } else {
-                        let mut e = r.lo;
-                        while e < r.hi {
-                            split(m, e, len);
-                            split(m, e + 1, len);
-                            e = e.saturating_add(r.step);
-                        }
-                    }
+                    bounds(r, |p| {
+                        split(m, p, len);
+                        true
+                    });
                 }
                 let mut kinds: BTreeMap<u32, (bool, usize)> = BTreeMap::new();
                 for (i, r) in ranges.iter().enumerate() {
                     if r.step == 1 || r.count() == 1 {
-                        let hi = if r.count() == 1 { r.lo + 1 } else { r.hi };
-                        for (s, _) in m.range(r.lo..hi) {
+                        let (lo, hi) = r.span();
+                        for (s, _) in m.range(lo..hi) {
                             mark(&mut kinds, *s, r.write, i);
                         }
                     } else {
@@ -203,27 +295,25 @@ impl ArrayShadow {
                     }
                 }
             }
-            Rep::Fine(m, k, parent) => {
-                let mut kinds: BTreeMap<u32, (bool, usize)> = BTreeMap::new();
-                for (i, r) in ranges.iter().enumerate() {
-                    let mut e = r.lo;
-                    while e < r.hi {
-                        mark(&mut kinds, e, r.write, i);
-                        e = e.saturating_add(r.step);
+            Rep::Fine(cells) => {
+                for write in [true, false] {
+                    for (i, r) in ranges.iter().enumerate() {
+                        if r.write != write {
+                            continue;
+                        }
+                        let mut e = r.lo;
+                        while e < r.hi {
+                            let t = Touched {
+                                lo: e,
+                                hi: e + 1,
+                                step: 1,
+                                write,
+                                range: i,
+                            };
+                            check(t, &mut cells[e as usize].lock());
+                            e = e.saturating_add(r.step);
+                        }
                     }
-                }
-                for (e, (write, i)) in kinds {
-                    let t = Touched {
-                        lo: e,
-                        hi: e + 1,
-                        step: 1,
-                        write,
-                        range: i,
-                    };
-                    let c = m
-                        .entry(e)
-                        .or_insert_with(|| parent[(e % *k) as usize].clone());
-                    check(t, c);
                 }
             }
             Rep::Stride(..) => {}
@@ -273,7 +363,8 @@ fn whole_classes(ranges: &[Range], len: u32) -> Option<u32> {
 /// one contiguous range (a loop reading `a[i]`, …, `a[i + k - 1]` with `i += k`), and
 /// contiguous or overlapping ranges of stride 1 and one kind are one range.
 pub fn normalize(ranges: &mut Vec<Range>) {
-    ranges.sort_by_key(|r| (r.write, r.step, r.lo));
+    ranges.sort_by_key(|r| (r.write, r.step, r.lo, r.hi));
+    ranges.dedup();
     let mut out: Vec<Range> = Vec::with_capacity(ranges.len());
     let mut i = 0;
     while i < ranges.len() {
@@ -370,6 +461,43 @@ mod tests {
         // of its class's cell.
         assert_eq!(touched(&mut b, &[r(4, 6, 1, false)]).len(), 2);
         assert_eq!(b.mode(), Mode::Fine);
+    }
+
+    #[test]
+    fn strided_or_scattered_footprints_go_fine_not_to_one_element_intervals() {
+        // A strided range that is not a whole residue class.
+        let mut a = ArrayShadow::new(1000);
+        assert_eq!(touched(&mut a, &[r(0, 500, 1, true)]).len(), 1);
+        assert_eq!(touched(&mut a, &[r(1, 997, 2, false)]).len(), 498);
+        assert_eq!(a.mode(), Mode::Fine);
+        assert_eq!(a.cells(), 1000);
+        assert!(a.fine_cells().is_some_and(|c| c.len() == 1000));
+        // Scattered single elements: intervals up to the limit, then fine.
+        let mut b = ArrayShadow::new(10_000);
+        let mut e = 7;
+        let mut commits = 0;
+        while b.mode() != Mode::Fine {
+            assert_eq!(touched(&mut b, &[r(e, e + 1, 1, true)]).len(), 1);
+            e = (e * 31 + 17) % 10_000;
+            commits += 1;
+            assert!(
+                b.mode() == Mode::Fine || b.cells() <= dense_limit(10_000) + 2,
+                "{}",
+                b.cells()
+            );
+        }
+        assert!(commits > dense_limit(10_000) / 4, "{commits}");
+        // Fine cells are checked once per range, writes first.
+        let t = touched(&mut b, &[r(3, 6, 1, false), r(4, 5, 1, true)]);
+        assert_eq!(
+            t,
+            vec![
+                (4, 5, 1, true),
+                (3, 4, 1, false),
+                (4, 5, 1, false),
+                (5, 6, 1, false)
+            ]
+        );
     }
 
     #[test]

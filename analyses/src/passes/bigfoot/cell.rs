@@ -61,6 +61,13 @@ impl Cell {
     /// FT2 `read(t, x)` for a read check by `t` (`cur`); the races it finds.
     pub fn read(&mut self, t: &ThreadState, cur: Acc, races: &mut Vec<Race>) {
         let e = t.epoch();
+        // This thread write-checked the cell in this epoch: that check covers the
+        // read (no release since, so a check before the read covers it; one after it
+        // with an acquire between would mean this read check ran before it), and a
+        // read that races also races with that write, which the write check decided.
+        if self.w.is_some_and(|(w, _)| w == e) {
+            return;
+        }
         match &self.r {
             // [FT read same epoch]
             Reads::Epoch(r, _) if *r == e => return,

@@ -36,6 +36,7 @@ use crate::event::{CheckSpan, Event, EventKind, Loc, ObjId, Op};
 use crate::pass::{Flow, Local, Pass};
 use crate::report::WarningKind;
 use crate::shared::Shared;
+use crate::spin::SpinCell;
 use crate::thread::ThreadState;
 
 use super::shadow::{Acc, Shadow, pair_warning};
@@ -58,6 +59,47 @@ struct BfLocal {
     counts: Counts,
     /// The thread's own same-epoch cache (see [`EpochCache`]).
     seen: EpochCache,
+    /// Arrays this thread knows to have fine shadows (see [`FineCache`]).
+    fine: FineCache,
+}
+
+/// The fine array shadows a thread has seen (direct-mapped: array → its cells), so an
+/// element check on such an array goes straight to the element's cell, with no
+/// footprint and no array lock, like FastTrack's per-element shadow. A fine shadow is
+/// terminal ([`array::ArrayShadow::fine_cells`]), so the pointers stay valid while the
+/// pass lives, and the thread only uses them inside the pass's own methods.
+struct FineCache {
+    slots: Box<[(u64, *const SpinCell<Cell>, u32)]>,
+}
+
+// SAFETY: the pointers are to cells that are `Sync` (each under its own lock) and
+// live as long as the pass; the cache itself is only used by its thread.
+unsafe impl Send for FineCache {}
+
+const FINE_CACHE: usize = 4096;
+
+impl Default for FineCache {
+    fn default() -> Self {
+        FineCache {
+            slots: vec![(0, std::ptr::null(), 0); FINE_CACHE].into_boxed_slice(),
+        }
+    }
+}
+
+impl FineCache {
+    fn slot(arr: ObjId) -> usize {
+        ((arr.0 >> 3) ^ (arr.0 >> 15)) as usize & (FINE_CACHE - 1)
+    }
+    fn get(&self, arr: ObjId) -> Option<&[SpinCell<Cell>]> {
+        let (k, p, n) = self.slots[Self::slot(arr)];
+        // SAFETY: a non-null entry was recorded from `ArrayShadow::fine_cells` of the
+        // array `k`, whose cells never move or go away while the pass lives (see the
+        // type's comment); `n` is their number.
+        (k == arr.0 && !p.is_null()).then(|| unsafe { std::slice::from_raw_parts(p, n as usize) })
+    }
+    fn record(&mut self, arr: ObjId, cells: &[SpinCell<Cell>]) {
+        self.slots[Self::slot(arr)] = (arr.0, cells.as_ptr(), cells.len() as u32);
+    }
 }
 
 /// Which field groups this thread has already checked in its current epoch, and how
@@ -129,7 +171,7 @@ impl Counts {
 }
 
 /// How many footprint entries back a new range may merge into (interleaved arrays).
-const MERGE_WINDOW: usize = 8;
+const MERGE_WINDOW: usize = 16;
 
 /// Footprint entries past which a thread commits without waiting for its next
 /// synchronization event.
@@ -232,6 +274,55 @@ impl BigFoot {
         });
     }
 
+    /// Races found on the array cell holding the elements `lo..hi:step` of `arr`.
+    #[allow(clippy::too_many_arguments)]
+    fn report_elements(
+        &self,
+        arr: ObjId,
+        lo: u32,
+        hi: u32,
+        step: u32,
+        mode: Mode,
+        races: &[Race],
+        cur: &Acc,
+    ) {
+        let loc = Loc { obj: arr, slot: lo };
+        self.report(loc, races, cur, || {
+            (
+                format!("elements {lo}..{hi}:{step} ({} shadow)", mode.name()),
+                serde_json::json!({"lo": lo, "hi": hi, "step": step, "mode": mode.name()}),
+            )
+        });
+    }
+
+    /// FastTrack's rule on the fine cell of each element of `r`, now; the elements
+    /// with races.
+    fn check_fine(
+        t: &ThreadState,
+        cells: &[SpinCell<Cell>],
+        r: Range,
+        cur: Acc,
+    ) -> Vec<(u32, Vec<Race>)> {
+        let mut found = Vec::new();
+        let mut races = Vec::new();
+        let mut e = r.lo;
+        while e < r.hi {
+            {
+                let mut c = cells[e as usize].lock();
+                if r.write {
+                    c.write(t, cur, &mut races);
+                } else {
+                    c.read(t, cur, &mut races);
+                }
+            }
+            if !races.is_empty() {
+                found.push((e, std::mem::take(&mut races)));
+            }
+            e = e.saturating_add(r.step);
+        }
+        found
+    }
+
     /// Add `lo..hi:step` of `arr` to the footprint, merged with a recent entry when it
     /// extends it (a loop's element checks become one range).
     fn add_range(l: &mut BfLocal, arr: ObjId, len: u32, r: Range, acc: Acc) {
@@ -245,8 +336,12 @@ impl BigFoot {
             }
             let p = &mut e.range;
             let single = r.hi - r.lo == 1;
-            // Already covered (a repeated element).
-            if single && r.lo >= p.lo && r.lo < p.hi && (r.lo - p.lo).is_multiple_of(p.step) {
+            // Already covered (a repeated element or range).
+            if r.lo >= p.lo
+                && r.hi <= p.hi
+                && (r.lo - p.lo).is_multiple_of(p.step)
+                && (single || r.step.is_multiple_of(p.step))
+            {
                 return;
             }
             // Extends the range by its next element or range.
@@ -256,6 +351,16 @@ impl BigFoot {
                 if p.hi - p.lo == 1 || d == p.step {
                     p.step = d;
                     p.hi = r.lo + 1;
+                    return;
+                }
+            }
+            // Extends it downwards by the element before its first (a loop counting
+            // down, as insertion sort's inner loop does).
+            if single && r.lo < p.lo {
+                let d = p.lo - r.lo;
+                if p.hi - p.lo == 1 || d == p.step {
+                    p.step = d;
+                    p.lo = r.lo;
                     return;
                 }
             }
@@ -294,24 +399,29 @@ impl BigFoot {
             let key = Loc { obj: arr, slot: 0 };
             let len = group[0].len;
             let mut found: Vec<(Touched, Mode, Vec<Race>, Acc)> = Vec::new();
-            let counts = &mut l.counts;
+            // Per normalized range, the check that put it into the footprint (one of
+            // its kind overlapping it).
+            let accs: Vec<Acc> = ranges
+                .iter()
+                .map(|r| {
+                    group
+                        .iter()
+                        .find(|e| {
+                            e.range.write == r.write && e.range.lo < r.hi && r.lo < e.range.hi
+                        })
+                        .unwrap_or(&group[0])
+                        .acc
+                })
+                .collect();
+            let (counts, fine) = (&mut l.counts, &mut l.fine);
             self.arrays.with(
                 key,
                 || Box::new(ArrayShadow::new(len)),
                 |a| {
                     a.commit(&ranges, |tc, cell| {
-                        // The check that put the deciding range into the footprint
-                        // (after normalization: one of that kind overlapping it).
-                        let r = ranges[tc.range];
-                        let e = group
-                            .iter()
-                            .find(|e| {
-                                e.range.write == tc.write && e.range.lo < r.hi && r.lo < e.range.hi
-                            })
-                            .unwrap_or(&group[0]);
                         let cur = Acc {
                             op: if tc.write { Op::Write } else { Op::Read },
-                            ..e.acc
+                            ..accs[tc.range]
                         };
                         let mut races = Vec::new();
                         if tc.write {
@@ -328,17 +438,13 @@ impl BigFoot {
                     for f in &mut found {
                         f.1 = mode;
                     }
+                    if let Some(cells) = a.fine_cells() {
+                        fine.record(arr, cells);
+                    }
                 },
             );
             for (tc, mode, races, cur) in found {
-                let (lo, hi, step) = (tc.lo, tc.hi, tc.step);
-                let loc = Loc { obj: arr, slot: lo };
-                self.report(loc, &races, &cur, || {
-                    (
-                        format!("elements {lo}..{hi}:{step} ({} shadow)", mode.name()),
-                        serde_json::json!({"lo": lo, "hi": hi, "step": step, "mode": mode.name()}),
-                    )
-                });
+                self.report_elements(arr, tc.lo, tc.hi, tc.step, mode, &races, &cur);
             }
             i = j;
         }
@@ -414,6 +520,16 @@ impl Pass for BigFoot {
                         step,
                         write: op == Op::Write,
                     };
+                    if let Some(cells) = l.fine.get(loc.obj) {
+                        // A fine shadow: check the elements at once (the check is
+                        // legitimate and covering where the compiler placed it).
+                        let found = Self::check_fine(t, cells, r, cur);
+                        l.counts.shadow_checks += u64::from(r.count());
+                        for (e, races) in found {
+                            self.report_elements(loc.obj, e, e + 1, 1, Mode::Fine, &races, &cur);
+                        }
+                        return Flow::Forward;
+                    }
                     Self::add_range(l, loc.obj, len, r, cur);
                     // A footprint that stops merging (irregular indexes in a long
                     // synchronization-free region) is committed early: checking
@@ -456,5 +572,51 @@ impl Pass for BigFoot {
             o.extend(m);
         }
         Some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn single(l: &mut BfLocal, e: u32, write: bool) {
+        let acc = Acc {
+            tid: 0,
+            op: if write { Op::Write } else { Op::Read },
+            site: Default::default(),
+            ctx: Default::default(),
+            index: 0,
+        };
+        let r = Range {
+            lo: e,
+            hi: e + 1,
+            step: 1,
+            write,
+        };
+        BigFoot::add_range(l, ObjId(64), 100, r, acc);
+    }
+
+    #[test]
+    fn footprints_merge_elements_counting_up_or_down() {
+        let mut l = BfLocal::default();
+        // Insertion sort's inner loop: a[j + 1] = a[j] for j = 9, 8, …, 3.
+        for j in (3..10).rev() {
+            single(&mut l, j, false);
+            single(&mut l, j + 1, true);
+        }
+        let ranges: Vec<(u32, u32, u32, bool)> = l
+            .footprint
+            .iter()
+            .map(|e| (e.range.lo, e.range.hi, e.range.step, e.range.write))
+            .collect();
+        assert_eq!(ranges, vec![(3, 10, 1, false), (4, 11, 1, true)]);
+        // Counting up by 2, then repeating elements: one strided range.
+        let mut u = BfLocal::default();
+        for e in [20, 22, 24, 26, 22, 24] {
+            single(&mut u, e, false);
+        }
+        assert_eq!(u.footprint.len(), 1);
+        let r = u.footprint[0].range;
+        assert_eq!((r.lo, r.hi, r.step), (20, 27, 2));
     }
 }
