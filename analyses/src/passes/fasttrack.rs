@@ -23,7 +23,10 @@
 
 use crate::ctx::CtxId;
 use crate::event::{Event, EventKind, Loc, Op, SiteId, Tid};
-use crate::pass::{Flow, Local, Pass};
+use crate::pass::{
+    FASTTRACK_CELL_BYTES, FASTTRACK_R_OFF, FASTTRACK_SHARED_TAG, FASTTRACK_W_OFF, Flow,
+    InlineCheck, InlineChecks, Local, Pass,
+};
 use crate::report::{Reporter, WarningKind};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
@@ -206,6 +209,14 @@ impl Drop for Cold {
 /// The tag of `Hot::r` while the reads are shared (an epoch's packing never has it:
 /// thread ids stay below 2^31).
 const SHARED_TAG: u64 = 1 << 63;
+
+// The layout `InlineCheck::FastTrack` promises producers.
+const _: () = {
+    assert!(SHARED_TAG == FASTTRACK_SHARED_TAG);
+    assert!(std::mem::size_of::<Hot>() == FASTTRACK_CELL_BYTES as usize);
+    assert!(std::mem::offset_of!(Hot, w) == FASTTRACK_W_OFF as usize);
+    assert!(std::mem::offset_of!(Hot, r) == FASTTRACK_R_OFF as usize);
+};
 
 /// The FT2 rules, for statistics (how often each fired) and tests.
 #[derive(Copy, Clone, Debug)]
@@ -423,6 +434,31 @@ impl Pass for FastTrack {
         };
         self.rules.get(u64::from(t.tid) << 3).bump(rule);
         Flow::Forward
+    }
+    fn inline_check(&self) -> Option<InlineCheck> {
+        Some(InlineCheck::FastTrack {
+            top: self.hot.top_addr(),
+        })
+    }
+    fn inline_checked(&self, t: &ThreadState, _local: &mut Local, checks: &[InlineChecks]) {
+        let c = self.rules.get(u64::from(t.tid) << 3);
+        for (rule, n) in [
+            (
+                Rule::ReadSameEpoch,
+                checks.iter().map(|c| c.reads_same).sum(),
+            ),
+            (
+                Rule::ReadSharedSameEpoch,
+                checks.iter().map(|c| c.reads_shared_same).sum(),
+            ),
+            (
+                Rule::WriteSameEpoch,
+                checks.iter().map(|c| c.writes_same).sum::<u64>(),
+            ),
+        ] {
+            let a = &c.0[rule as usize];
+            a.store(a.load(Relaxed) + n, Relaxed);
+        }
     }
     fn stats(&self) -> Option<serde_json::Value> {
         let (locations, shared) = self.census();
