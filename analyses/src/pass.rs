@@ -100,7 +100,7 @@ pub enum InlineCheck {
 pub const FASTTRACK_LEAF_BITS: u32 = crate::passes::shadow::LEAF_BITS;
 pub const FASTTRACK_MID_BITS: u32 = crate::passes::shadow::MID_BITS;
 pub const FASTTRACK_DIRECT_BITS: u32 = crate::passes::shadow::DIRECT_BITS;
-pub const FASTTRACK_CELL_BYTES: u32 = 16;
+pub const FASTTRACK_CELL_BYTES: u32 = 64;
 pub const FASTTRACK_W_OFF: i32 = 0;
 pub const FASTTRACK_R_OFF: i32 = 8;
 pub const FASTTRACK_SHARED_TAG: u64 = 1 << 63;
