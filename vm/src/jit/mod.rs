@@ -376,16 +376,23 @@ fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
     // holds one slot per parameter of `func` (checked by the front end).
     let f: extern "C" fn(*mut JitThread, *const u64) = unsafe { std::mem::transmute(entry) };
     f(t as *mut JitThread, args.as_ptr());
-    if t.failed == 0 && t.hook.is_on() {
+    if !t.hook.is_on() {
+        return;
+    }
+    // The accesses decided inline by the same-epoch check, accounted even when the
+    // thread failed: the detector counts its rules as it sees accesses (the
+    // interpreter's failed thread counted these too), while the per-pass counters
+    // only reach the chain at `ThreadEnd`, as in the interpreter.
+    let checks = t.take_inline_checks();
+    let n: u64 = checks.iter().map(|c| c.reads() + c.writes_same).sum();
+    t.code.inline_checked.fetch_add(n, Ordering::Relaxed);
+    t.hook.add_inline_checks(&checks);
+    if t.failed == 0 {
         // The accesses dropped inline, accounted before `ThreadEnd` merges the counts.
         let drops = t.take_inline_drops();
         let n: u64 = drops.iter().map(|d| d.reads + d.writes).sum();
         t.code.inline_dropped.fetch_add(n, Ordering::Relaxed);
         t.hook.add_inline_drops(&drops);
-        let checks = t.take_inline_checks();
-        let n: u64 = checks.iter().map(|c| c.reads() + c.writes_same).sum();
-        t.code.inline_checked.fetch_add(n, Ordering::Relaxed);
-        t.hook.add_inline_checks(&checks);
         t.hook.emit(site, EventKind::ThreadEnd);
     }
 }
