@@ -2,6 +2,8 @@
 //! live VM, as `capvm analyze` does.
 
 use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
 use std::time::Instant;
 
 use crate::chain::{Chain, ChainError};
@@ -9,7 +11,7 @@ use crate::event::{OwnedEvent, OwnedKind};
 use crate::shared::ChainOptions;
 use crate::thread::ThreadCx;
 use crate::tidmap::TidMap;
-use crate::trace::{ReadError, StdReader, Trace, TraceEnv, TraceInput, reserved_tids};
+use crate::trace::{Lexed, ReadError, StdReader, Trace, TraceEnv, TraceInput, reserved_tids};
 
 /// Passes that cannot run on a trace: `bigfoot` checks the checks that BigFoot's
 /// placement puts into the program when it is compiled; a trace has the accesses
@@ -90,9 +92,11 @@ impl Runner {
     }
 }
 
-/// How [`analyze_stream`] runs: reading and analysis on the calling thread, or
-/// reading on a thread of its own, handing batches of events over a bounded channel,
-/// so that the two overlap.
+/// How [`analyze_stream`] runs: reading and analysis on the calling thread, or the
+/// reader's lexing side ([`crate::trace::StdLexer`]: lines split and lexed) on a thread
+/// of its own, handing batches of lexed lines over a bounded channel to the calling
+/// thread, which parses them into events (names, well-formedness) and analyses them,
+/// so that the two overlap and split the reader's work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Single,
@@ -100,10 +104,15 @@ pub enum Mode {
 }
 
 /// Events per batch handed from the reader to the analysis.
-pub const BATCH: usize = 1024;
-/// Batches in flight between the reader and the analysis (the memory bound of the
-/// pipeline: about `BATCH * (QUEUE + 2)` events).
-const QUEUE: usize = 8;
+pub const BATCH: usize = 16384;
+/// Lines per batch handed from the reading side to the parsing side.
+const LEX_BATCH: usize = 8192;
+/// Batches in flight between the two sides (the memory bound of the pipeline: about
+/// `BATCH * (QUEUE + 2)` events, or `LEX_BATCH * (QUEUE + 2)` lines).
+const QUEUE: usize = 4;
+/// Batches waiting for the analysis thread from which the reading thread parses too
+/// (see [`run_pipelined`]).
+const BEHIND: usize = 1;
 
 /// A finished streaming run: the chain (warnings, statistics), the trace's names and
 /// the throughput.
@@ -286,46 +295,180 @@ fn run_single<R: std::io::Read>(mut reader: StdReader<R>, mut consumer: Consumer
     Ok((chain, reader.events(), reader.bytes()))
 }
 
-fn run_pipelined<R: std::io::Read + Send>(
-    mut reader: StdReader<R>,
-    mut consumer: Consumer<'_>,
-) -> Run {
-    let (full_tx, full_rx) = crossbeam_channel::bounded::<Batch>(QUEUE);
-    let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Vec<OwnedEvent>>(QUEUE + 2);
+/// Who parses a lexed batch in a pipelined run (see [`run_pipelined`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Balance {
+    /// The reading thread, once this many batches wait for the analysis thread (0:
+    /// always; `usize::MAX`: never).
+    Behind(usize),
+    /// The reading thread every other batch (tests: the two sides take turns).
+    Alternate,
+}
+
+#[cfg(feature = "testing")]
+thread_local! {
+    static BALANCE_FOR_TESTS: std::cell::Cell<Option<(Balance, usize)>> = const { std::cell::Cell::new(None) };
+}
+
+/// `Behind(`[`BEHIND`]`)` and [`LEX_BATCH`] lines per batch, or what [`with_balance`]
+/// set on this thread.
+fn balance() -> (Balance, usize) {
+    #[cfg(feature = "testing")]
+    if let Some(b) = BALANCE_FOR_TESTS.with(|b| b.get()) {
+        return b;
+    }
+    (Balance::Behind(BEHIND), LEX_BATCH)
+}
+
+/// Run `f` with the pipelined runs it starts on this thread balanced by `balance`,
+/// in batches of `lines` lines (at least 1), so that tests can pin every way of
+/// splitting the parsing, also on short inputs.
+#[cfg(feature = "testing")]
+pub fn with_balance<T>(balance: Balance, lines: usize, f: impl FnOnce() -> T) -> T {
+    let old = BALANCE_FOR_TESTS.with(|b| b.replace(Some((balance, lines.max(1)))));
+    let out = f();
+    BALANCE_FOR_TESTS.with(|b| b.set(old));
+    out
+}
+
+/// Lexed batches handed to the analysis thread and not yet parsed there.
+#[derive(Default)]
+struct Unparsed {
+    count: Mutex<usize>,
+    none: Condvar,
+}
+
+impl Unparsed {
+    fn add(&self) {
+        *self.count.lock() += 1;
+    }
+    fn parsed(&self) {
+        let mut n = self.count.lock();
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.none.notify_all();
+        }
+    }
+    fn wait_for_none(&self) {
+        let mut n = self.count.lock();
+        while *n > 0 {
+            self.none.wait(&mut n);
+        }
+    }
+}
+
+/// Lets the reading thread go on when the analysis thread stops (its batches will
+/// never be parsed).
+struct ReleaseOnDrop<'a>(&'a Unparsed);
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        *self.0.count.lock() = 0;
+        self.0.none.notify_all();
+    }
+}
+
+/// What the reading thread hands over: lexed lines for the analysis thread to parse,
+/// or lines it parsed itself (with whether more may follow, or the error that ended
+/// the trace).
+enum Handed {
+    Lexed(Lexed),
+    Parsed(Result<(Vec<OwnedEvent>, bool), ReadError>),
+}
+
+/// The pipeline balances itself: the reading thread lexes every batch, and parses it
+/// too when the analysis thread is behind (at least [`BEHIND`] batches wait for it),
+/// after waiting until that thread has parsed every lexed batch handed to it before;
+/// otherwise it hands the batch over lexed and the analysis thread parses it. One
+/// parser behind a mutex serves both, so it sees the batches in file order. A light
+/// chain (`none`) gets the parsing on its otherwise idle thread, a heavy one leaves it
+/// to the reading thread.
+fn run_pipelined<R: std::io::Read + Send>(reader: StdReader<R>, mut consumer: Consumer<'_>) -> Run {
+    let (balance, lines) = balance();
+    let (mut lexer, parser) = reader.split();
+    let parser = Mutex::new(parser);
+    let unparsed = Unparsed::default();
+    let (full_tx, full_rx) = crossbeam_channel::bounded::<Handed>(QUEUE);
+    let (lexed_tx, lexed_rx) = crossbeam_channel::bounded::<Lexed>(QUEUE + 2);
+    let (events_tx, events_rx) = crossbeam_channel::bounded::<Vec<OwnedEvent>>(QUEUE + 2);
     std::thread::scope(|scope| {
+        let (parser, unparsed) = (&parser, &unparsed);
         let producer = scope.spawn(move || {
-            produce(&mut reader, &full_tx, || {
-                let mut batch = empty_rx
+            let mut spare = Lexed::default();
+            for batch in 0usize.. {
+                let mut lexed = lexed_rx
                     .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(BATCH + 16));
-                batch.clear();
-                batch
-            });
-            (reader.events(), reader.bytes())
-        });
-        let mut failed = None;
-        for batch in full_rx.iter() {
-            match batch {
-                Ok(batch) => {
-                    if let Err(e) = consumer.consume(&batch) {
-                        failed = Some(StreamError::Chain(e));
-                        break;
-                    }
-                    let _ = empty_tx.try_send(batch);
+                    .unwrap_or_else(|_| std::mem::take(&mut spare));
+                let more = lexer.lex(&mut lexed, lines);
+                let parse_here = match balance {
+                    Balance::Behind(b) => full_tx.len() >= b,
+                    Balance::Alternate => batch % 2 == 1,
+                };
+                let handed = if parse_here {
+                    unparsed.wait_for_none();
+                    let mut events = events_rx
+                        .try_recv()
+                        .unwrap_or_else(|_| Vec::with_capacity(LEX_BATCH + 64));
+                    events.clear();
+                    let parsed = parser.lock().parse(&mut lexed, &mut events);
+                    spare = lexed;
+                    Handed::Parsed(parsed.map(|more| (events, more)))
+                } else {
+                    unparsed.add();
+                    Handed::Lexed(lexed)
+                };
+                let last = !more || matches!(handed, Handed::Parsed(Err(_) | Ok((_, false))));
+                if full_tx.send(handed).is_err() || last {
+                    break;
                 }
+            }
+            lexer.bytes()
+        });
+        // However this side stops, the reading thread must not wait for it.
+        let release = ReleaseOnDrop(unparsed);
+        let mut failed = None;
+        let mut own = Vec::with_capacity(LEX_BATCH + 64);
+        for handed in full_rx.iter() {
+            let (events, parsed) = match handed {
+                Handed::Lexed(mut lexed) => {
+                    own.clear();
+                    let parsed = parser.lock().parse(&mut lexed, &mut own);
+                    unparsed.parsed();
+                    let _ = lexed_tx.try_send(lexed);
+                    (std::mem::take(&mut own), parsed)
+                }
+                Handed::Parsed(Ok((events, more))) => (events, Ok(more)),
+                Handed::Parsed(Err(e)) => (Vec::new(), Err(e)),
+            };
+            let consumed = consumer.consume(&events);
+            // The vector goes back to whichever side parses next.
+            if own.capacity() == 0 {
+                own = events;
+            } else {
+                let _ = events_tx.try_send(events);
+            }
+            if let Err(e) = consumed {
+                failed = Some(StreamError::Chain(e));
+                break;
+            }
+            match parsed {
+                Ok(true) => {}
+                Ok(false) => break,
                 Err(e) => {
                     failed = Some(StreamError::Read(e));
                     break;
                 }
             }
         }
-        // Unblock the reader if it is waiting to hand over a batch.
+        // Unblock the reader if it is waiting to hand over a batch or for a parse.
         drop(full_rx);
-        let counts = producer.join();
+        drop(release);
+        let bytes = producer.join();
         if let Some(e) = failed {
             return Err(e);
         }
-        let (events, bytes) = counts.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let bytes = bytes.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let events = parser.lock().events();
         let chain = consumer.finish().map_err(StreamError::Chain)?;
         Ok((chain, events, bytes))
     })

@@ -4,12 +4,25 @@
 //! every reference trace, on generated traces, and on malformed input.
 
 use analyses::ChainOptions;
-use analyses::offline::{Mode, StreamError, Streamed, analyze, analyze_stream};
+use analyses::offline::{
+    Balance, Mode, StreamError, Streamed, analyze, analyze_stream, with_balance,
+};
 use analyses::report::{render_text, warning_json};
 use analyses::testing::{GenConfig, LongTraceConfig, gen_trace, write_long_trace};
 use analyses::trace::{ReadError, TraceEnv, TraceInput, parse_std};
 
 const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rapid");
+/// One thread; pipelined as it balances itself, with the reading thread parsing
+/// every batch, with the analysis thread parsing every batch, and taking turns (in
+/// batches of 3 and 100 lines, so that short traces have many).
+const MODES: [(Mode, Balance, usize); 6] = [
+    (Mode::Single, Balance::Behind(1), 8192),
+    (Mode::Pipelined, Balance::Behind(1), 8192),
+    (Mode::Pipelined, Balance::Behind(0), 100),
+    (Mode::Pipelined, Balance::Behind(usize::MAX), 100),
+    (Mode::Pipelined, Balance::Alternate, 3),
+    (Mode::Pipelined, Balance::Alternate, 100),
+];
 const CHAINS: [&str; 3] = [
     "fasttrack:djit:goldilocks:eraser:hb",
     "atomicity:count",
@@ -49,9 +62,9 @@ fn same_everywhere(name: &str, text: &str) -> usize {
             let held = analyze(&trace, spec, options).unwrap();
             let want = outcome(&held, &trace.env);
             warnings += held.warnings().len();
-            for mode in [Mode::Single, Mode::Pipelined] {
-                let s = stream(text, spec, fold, mode)
-                    .unwrap_or_else(|e| panic!("{name} {spec} {mode:?}: {e}"));
+            for (mode, behind, lines) in MODES {
+                let s = with_balance(behind, lines, || stream(text, spec, fold, mode))
+                    .unwrap_or_else(|e| panic!("{name} {spec} {mode:?} {behind:?}: {e}"));
                 assert_eq!(
                     outcome(&s.chain, &s.env),
                     want,
@@ -117,6 +130,56 @@ fn generated_traces_give_the_same_reports_on_every_path() {
     .unwrap();
     let long = String::from_utf8(long).unwrap();
     assert!(same_everywhere("long", &long) > 0);
+}
+
+/// A long trace with lines of every kind the fast path does not take spread over
+/// many batches (the lexing side hands them over as text, between its fast lines):
+/// comments, blank lines, CRLF, spaces, names longer than 15 bytes, lines longer than
+/// 32 bytes, sites that are tokens or missing, volatile and method events.
+#[test]
+fn other_lines_between_fast_ones_read_the_same_on_every_path() {
+    let mut long = Vec::new();
+    write_long_trace(
+        &LongTraceConfig {
+            events: 40_000,
+            threads: 4,
+            vars: 200,
+            locks: 5,
+            unguarded_per_10k: 80,
+            seed: 11,
+        },
+        &mut long,
+    )
+    .unwrap();
+    let long = String::from_utf8(long).unwrap();
+    let lines: Vec<&str> = long.lines().collect();
+    let others = [
+        "# a comment",
+        "",
+        "T1|w(V1)|77\r",
+        " T2 | r( V2 ) | 78 ",
+        "T3|w(a_variable_name_longer_than_fifteen)|79",
+        "T1|r(a_variable_name_longer_than_fifteen)|80",
+        "T2|w(V3)|123456789012345678901234567890",
+        "T3|acq(a_lock_with_a_long_name)|81",
+        "T3|rel(a_lock_with_a_long_name)|82",
+        "T1|vw(flag)|here",
+        "T2|vr(flag)",
+        "T3|enter(Main.run)|83",
+        "T3|exit(Main.run)|84",
+    ];
+    let mut text = String::new();
+    let (first, last) = (50, lines.len() - 50);
+    for (i, l) in lines.iter().enumerate() {
+        text.push_str(l);
+        text.push('\n');
+        if (first..last).contains(&i) && i % 331 == 0 {
+            text.push_str(others[(i / 331) % others.len()]);
+            text.push('\n');
+        }
+    }
+    assert!(text.lines().count() > lines.len() + 100);
+    assert!(same_everywhere("long with other lines", &text) > 0);
 }
 
 /// Names in every form the format allows: numbered and other thread names in any
@@ -202,9 +265,11 @@ fn malformed_traces_give_the_same_first_error_with_its_line() {
             let held = parse_std(&text).expect_err(bad);
             assert_eq!(held.line, line, "{bad}");
             assert!(held.message.contains(msg), "{bad}: {held}");
-            for mode in [Mode::Single, Mode::Pipelined] {
-                match stream(&text, "fasttrack", true, mode) {
-                    Err(StreamError::Read(ReadError::Trace(e))) => assert_eq!(e, held, "{mode:?}"),
+            for (mode, behind, lines) in MODES {
+                match with_balance(behind, lines, || stream(&text, "fasttrack", true, mode)) {
+                    Err(StreamError::Read(ReadError::Trace(e))) => {
+                        assert_eq!(e, held, "{mode:?} {behind:?}")
+                    }
                     Err(e) => panic!("{bad} {mode:?}: {e}"),
                     Ok(_) => panic!("{bad} {mode:?}: read"),
                 }

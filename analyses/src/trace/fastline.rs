@@ -19,7 +19,53 @@ pub(super) struct Shape {
     /// The `)` (end of the name); the second `|` follows it.
     pub close: usize,
     /// The decimal site after the second `|`, below [`super::TOKEN_SITE_BIT`].
-    pub site: u32,
+    pub site: SiteDigits,
+}
+
+/// A site's checked decimal digits, not yet converted (the reader's parsing side
+/// converts them, [`SiteDigits::value`]): the last eight as the bytes of `word`,
+/// padded with `'0'`s in front, and the value of the one or two before them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct SiteDigits {
+    word: u64,
+    lead: u32,
+}
+
+impl SiteDigits {
+    /// The last eight of `d` (1 to 10) digits ending at `b[n]` (`n >= 8`): only the
+    /// digits are read as digits, the bytes before them become `'0'`s. `None` for a
+    /// site at or above [`super::TOKEN_SITE_BIT`] (only ten digits can be).
+    #[inline(always)]
+    fn at(b: &[u8], n: usize, d: usize) -> Option<SiteDigits> {
+        let last8 = u64::from_le_bytes(b[n - 8..n].try_into().expect("8 bytes"));
+        let k = d.min(8);
+        // The last `k` digits are the high bytes (little endian: the first digit is
+        // the lowest byte).
+        let pad = 8 * (8 - k) as u32;
+        let low = (1u64 << pad).wrapping_sub(1);
+        let lead = b[n - d..n - k]
+            .iter()
+            .fold(0u32, |a, &c| a * 10 + (c - b'0') as u32);
+        let s = SiteDigits {
+            word: (last8 & !low) | (0x3030_3030_3030_3030 & low),
+            lead,
+        };
+        (d < 10 || s.wide() < super::TOKEN_SITE_BIT as u64).then_some(s)
+    }
+
+    fn wide(self) -> u64 {
+        // Lemire, "Faster parsing of eight digits": pairs, quads, then all eight.
+        let v = (self.word & 0x0f0f_0f0f_0f0f_0f0f).wrapping_mul(2561) >> 8;
+        let v = (v & 0x00ff_00ff_00ff_00ff).wrapping_mul(6_553_601) >> 16;
+        let v = (v & 0x0000_ffff_0000_ffff).wrapping_mul(42_949_672_960_001) >> 32;
+        self.lead as u64 * 100_000_000 + v
+    }
+
+    /// The site number.
+    #[inline]
+    pub fn value(self) -> u32 {
+        self.wide() as u32
+    }
 }
 
 /// Bytes that may appear in a name: printable ASCII but the delimiters.
@@ -27,13 +73,46 @@ fn plain(c: u8) -> bool {
     (0x21..0x7f).contains(&c) && !matches!(c, b'|' | b'(' | b')' | b',')
 }
 
+/// The first `\n` among the first `valid` bytes of `w` (the window of a line that
+/// starts at `w[0]`): two 16-byte compares.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn newline_in_window(w: &[u8; WINDOW], valid: usize) -> Option<usize> {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+    debug_assert!(valid <= WINDOW);
+    // SAFETY: SSE2 is part of the x86-64 baseline; both loads are inside `w`.
+    let m = unsafe {
+        let nl = _mm_set1_epi8(b'\n' as i8);
+        let lo = _mm_loadu_si128(w.as_ptr().cast());
+        let hi = _mm_loadu_si128(w.as_ptr().add(16).cast());
+        (_mm_movemask_epi8(_mm_cmpeq_epi8(lo, nl)) as u32 & 0xffff)
+            | ((_mm_movemask_epi8(_mm_cmpeq_epi8(hi, nl)) as u32) << 16)
+    };
+    let m = m & ((1u64 << valid) - 1) as u32;
+    (m != 0).then(|| m.trailing_zeros() as usize)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+pub(super) fn newline_in_window(w: &[u8; WINDOW], valid: usize) -> Option<usize> {
+    w[..valid].iter().position(|&b| b == b'\n')
+}
+
+/// Exactly one bit set (without `count_ones`, which the x86-64 baseline, lacking
+/// `popcnt`, computes bit-parallel at a dozen instructions).
+#[inline]
+fn one_bit(x: u32) -> bool {
+    x != 0 && x & x.wrapping_sub(1) == 0
+}
+
 /// The site digits after the second `|`: 1 to 10 digits, below the token bit.
-fn site(digits: &[u8]) -> Option<u32> {
+fn site(digits: &[u8]) -> Option<SiteDigits> {
     if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let n = digits.iter().fold(0u64, |n, &d| n * 10 + (d - b'0') as u64);
-    (n < super::TOKEN_SITE_BIT as u64).then_some(n as u32)
+    let mut b = [b'0'; 10];
+    b[10 - digits.len()..].copy_from_slice(digits);
+    SiteDigits::at(&b, 10, digits.len())
 }
 
 /// The shape of a fast line, a byte at a time; `None` for any other line.
@@ -66,103 +145,91 @@ pub(super) fn shape_scalar(b: &[u8]) -> Option<Shape> {
 /// The shape of a fast line of `n <= WINDOW` bytes, from the window that starts with
 /// it; `None` for any other line.
 #[cfg(target_arch = "x86_64")]
+#[inline(always)]
 pub(super) fn shape_window(n: usize, w: &[u8; WINDOW]) -> Option<Shape> {
-    // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 CPU has it.
-    unsafe { shape_window_sse2(n, w) }
+    shape_window_sse2(n, w)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse2")]
+#[inline(always)]
 fn shape_window_sse2(n: usize, w: &[u8; WINDOW]) -> Option<Shape> {
-    use std::arch::x86_64::{
-        _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_movemask_epi8,
-        _mm_set_epi64x, _mm_set1_epi8,
-    };
-    debug_assert!(n <= WINDOW);
-    let word = |i: usize| i64::from_le_bytes(w[i..i + 8].try_into().expect("8 bytes"));
-    let (x0, x1) = (
-        _mm_set_epi64x(word(8), word(0)),
-        _mm_set_epi64x(word(24), word(16)),
-    );
-    // One bit per byte of the window, for a byte-wise comparison of both halves.
-    macro_rules! mask {
-        ($f:expr) => {
-            (_mm_movemask_epi8($f(x0)) as u32 & 0xffff) | ((_mm_movemask_epi8($f(x1)) as u32) << 16)
+    // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 CPU has it.
+    unsafe {
+        use std::arch::x86_64::{
+            _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_movemask_epi8,
+            _mm_set_epi64x, _mm_set1_epi8,
         };
+        debug_assert!(n <= WINDOW);
+        let word = |i: usize| i64::from_le_bytes(w[i..i + 8].try_into().expect("8 bytes"));
+        let (x0, x1) = (
+            _mm_set_epi64x(word(8), word(0)),
+            _mm_set_epi64x(word(24), word(16)),
+        );
+        // One bit per byte of the window, for a byte-wise comparison of both halves.
+        macro_rules! mask {
+            ($f:expr) => {
+                (_mm_movemask_epi8($f(x0)) as u32 & 0xffff)
+                    | ((_mm_movemask_epi8($f(x1)) as u32) << 16)
+            };
+        }
+        macro_rules! eq {
+            ($c:expr) => {
+                mask!(|x| _mm_cmpeq_epi8(x, _mm_set1_epi8($c as i8)))
+            };
+        }
+        // Signed compares: bytes >= 0x80 are negative, so they fall outside both ranges.
+        macro_rules! within {
+            ($lo:expr, $hi:expr) => {
+                mask!(|x| _mm_and_si128(
+                    _mm_cmpgt_epi8(x, _mm_set1_epi8($lo as i8 - 1)),
+                    _mm_cmplt_epi8(x, _mm_set1_epi8($hi as i8 + 1)),
+                ))
+            };
+        }
+        let valid = ((1u64 << n) - 1) as u32;
+        let pipes = eq!(b'|') & valid;
+        let opens = eq!(b'(') & valid;
+        let closes = eq!(b')') & valid;
+        // Every byte of a fast line is printable, and none is a comma: the names are
+        // plain, the operation is letters, the site digits.
+        if within!(0x21u8, 0x7eu8) & valid != valid
+            || eq!(b',') & valid != 0
+            || !one_bit(pipes & pipes.wrapping_sub(1))
+            || !one_bit(opens)
+            || !one_bit(closes)
+            || w[0] == b'#'
+        {
+            return None;
+        }
+        let p1 = pipes.trailing_zeros() as usize;
+        let p2 = 31 - pipes.leading_zeros() as usize;
+        let open = opens.trailing_zeros() as usize;
+        let close = closes.trailing_zeros() as usize;
+        if p1 == 0 || !(p1 < open && open + 1 < close && close + 1 == p2) {
+            return None;
+        }
+        if !matches!(&w[p1 + 1..open], b"r" | b"w" | b"acq" | b"rel") {
+            return None;
+        }
+        // At least 8 bytes here: a thread, an operation, a name, a digit and 4 delimiters.
+        let after = valid & !((2u64 << p2) - 1) as u32;
+        let digits = n - p2 - 1;
+        if after == 0 || digits > 10 || within!(b'0', b'9') & after != after {
+            return None;
+        }
+        Some(Shape {
+            p1,
+            open,
+            close,
+            site: site_digits(w, n, digits)?,
+        })
     }
-    macro_rules! eq {
-        ($c:expr) => {
-            mask!(|x| _mm_cmpeq_epi8(x, _mm_set1_epi8($c as i8)))
-        };
-    }
-    // Signed compares: bytes >= 0x80 are negative, so they fall outside both ranges.
-    macro_rules! within {
-        ($lo:expr, $hi:expr) => {
-            mask!(|x| _mm_and_si128(
-                _mm_cmpgt_epi8(x, _mm_set1_epi8($lo as i8 - 1)),
-                _mm_cmplt_epi8(x, _mm_set1_epi8($hi as i8 + 1)),
-            ))
-        };
-    }
-    let valid = ((1u64 << n) - 1) as u32;
-    let pipes = eq!(b'|') & valid;
-    let opens = eq!(b'(') & valid;
-    let closes = eq!(b')') & valid;
-    // Every byte of a fast line is printable, and none is a comma: the names are
-    // plain, the operation is letters, the site digits.
-    if within!(0x21u8, 0x7eu8) & valid != valid
-        || eq!(b',') & valid != 0
-        || pipes.count_ones() != 2
-        || opens.count_ones() != 1
-        || closes.count_ones() != 1
-        || w[0] == b'#'
-    {
-        return None;
-    }
-    let p1 = pipes.trailing_zeros() as usize;
-    let p2 = 31 - pipes.leading_zeros() as usize;
-    let open = opens.trailing_zeros() as usize;
-    let close = closes.trailing_zeros() as usize;
-    if p1 == 0 || !(p1 < open && open + 1 < close && close + 1 == p2) {
-        return None;
-    }
-    if !matches!(&w[p1 + 1..open], b"r" | b"w" | b"acq" | b"rel") {
-        return None;
-    }
-    // At least 8 bytes here: a thread, an operation, a name, a digit and 4 delimiters.
-    let after = valid & !((2u64 << p2) - 1) as u32;
-    let digits = n - p2 - 1;
-    if after == 0 || digits > 10 || within!(b'0', b'9') & after != after {
-        return None;
-    }
-    Some(Shape {
-        p1,
-        open,
-        close,
-        site: site_digits(w, n, digits)?,
-    })
 }
 
-/// The site of the `d` (1 to 10) checked digits that end at `w[n]` (`n >= 8`): the
-/// last eight at once (SWAR: digit pairs, then quads, then the whole), the leading
-/// one or two on their own.
-fn site_digits(w: &[u8; WINDOW], n: usize, d: usize) -> Option<u32> {
-    let last8 = u64::from_le_bytes(w[n - 8..n].try_into().expect("8 bytes"));
-    let k = d.min(8);
-    // The last `k` digits are the high bytes (little endian: the first digit is the
-    // lowest byte); the bytes before them become '0's.
-    let pad = 8 * (8 - k) as u32;
-    let low = (1u64 << pad).wrapping_sub(1);
-    let v = (last8 & !low) | (0x3030_3030_3030_3030 & low);
-    // Lemire, "Faster parsing of eight digits": pairs, quads, then all eight.
-    let v = (v & 0x0f0f_0f0f_0f0f_0f0f).wrapping_mul(2561) >> 8;
-    let v = (v & 0x00ff_00ff_00ff_00ff).wrapping_mul(6_553_601) >> 16;
-    let v = (v & 0x0000_ffff_0000_ffff).wrapping_mul(42_949_672_960_001) >> 32;
-    let lead = w[n - d..n - k]
-        .iter()
-        .fold(0u64, |a, &c| a * 10 + (c - b'0') as u64);
-    let site = lead * 100_000_000 + v;
-    (site < super::TOKEN_SITE_BIT as u64).then_some(site as u32)
+/// The `d` (1 to 10) checked digits that end at `w[n]` (`n >= 8`).
+#[inline(always)]
+fn site_digits(w: &[u8; WINDOW], n: usize, d: usize) -> Option<SiteDigits> {
+    SiteDigits::at(w, n, d)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -186,6 +253,7 @@ pub(super) fn short_key(b: &[u8]) -> Option<u128> {
 }
 
 /// [`short_key`] of `w[from..from + len]`, by shifts of the window's two halves.
+#[inline(always)]
 pub(super) fn name_key(w: &[u8; WINDOW], from: usize, len: usize) -> Option<u128> {
     if len == 0 || len > 15 || from + len > WINDOW {
         return None;
@@ -214,7 +282,7 @@ pub(super) struct NameCache {
     slots: Box<[(u128, u64)]>,
 }
 
-const CACHE_BITS: u32 = 11;
+const CACHE_BITS: u32 = 14;
 
 impl Default for NameCache {
     fn default() -> Self {
@@ -332,11 +400,10 @@ mod tests {
                 }
                 let line = format!("T1|r(V)|{digits}");
                 let w = window(line.as_bytes(), b'7');
-                assert_eq!(
-                    site_digits(&w, line.len(), digits.len()),
-                    super::site(digits.as_bytes()),
-                    "{line}"
-                );
+                let got = site_digits(&w, line.len(), digits.len());
+                assert_eq!(got, super::site(digits.as_bytes()), "{line}");
+                let expect = (site < super::super::TOKEN_SITE_BIT as u64).then_some(site as u32);
+                assert_eq!(got.map(SiteDigits::value), expect, "{line}");
             }
         }
     }

@@ -69,7 +69,9 @@ pub(crate) use env::ExportedNames;
 pub use env::TraceEnv;
 pub use normalize::Normalizer;
 pub use parse::parse_std;
-pub use read::{MAX_LINE, ReadError, StdReader, TraceInput, reserved_tids};
+pub use read::{
+    Lexed, MAX_LINE, ReadError, StdLexer, StdParser, StdReader, TraceInput, reserved_tids,
+};
 pub use write::{StdWriter, op_text};
 
 use crate::event::{ObjId, OwnedEvent, SiteId};

@@ -6,6 +6,15 @@
 //! hands events out in batches and keeps nothing of them, so memory does not grow
 //! with the trace: what stays is the names and the [`Normalizer`]'s per-thread state.
 //!
+//! # Two sides
+//! Reading is two steps that can run on two threads ([`StdReader::split`]): a
+//! [`StdLexer`] splits the bytes into lines and lexes the common one, `THREAD|OP(NAME)|SITE`
+//! ([`super::fastline`]), into its names' bytes as integers, its operation and its
+//! site, with no name table at all; a [`StdParser`] turns those into ids (interning),
+//! checks well-formedness and inserts the thread starts and ends, and reads every other
+//! line (handed over as its bytes) the general way. Both sides see the lines in file
+//! order, so the ids, the events and the first error are the same however they run.
+//!
 //! # Thread numbering without a pre-pass
 //! A thread named `T<n>` (n < 1024) gets tid `n`; any other name gets the smallest tid
 //! that no `T<n>` of the *whole file* uses. A reader that streams cannot know the
@@ -123,7 +132,25 @@ impl<R: Read> Lines<R> {
     /// The next line (without its `\n`), its 1-based number and the [`WINDOW`] bytes
     /// from its start (past its end they are other lines' bytes, or stale).
     #[allow(clippy::type_complexity)]
+    #[inline(always)]
     fn next_line(&mut self) -> Result<Option<(usize, &[u8], &[u8; WINDOW])>, LineError> {
+        // The common case: the line ends inside the window that starts it.
+        let avail = self.filled - self.pos;
+        if avail > 0 {
+            let start = self.pos;
+            // `pos < filled <= buf.len() - WINDOW`: the window is in the buffer.
+            let window = |buf: &[u8]| -> [u8; WINDOW] {
+                buf[start..start + WINDOW].try_into().expect("WINDOW bytes")
+            };
+            if let Some(i) = fastline::newline_in_window(&window(&self.buf), avail.min(WINDOW)) {
+                self.pos = start + i + 1;
+                self.line_no += 1;
+                let w = self.buf[start..start + WINDOW]
+                    .try_into()
+                    .expect("WINDOW bytes");
+                return Ok(Some((self.line_no, &self.buf[start..start + i], w)));
+            }
+        }
         let mut scanned = 0;
         let (start, end) = loop {
             let rest = &self.buf[self.pos + scanned..self.filled];
@@ -635,124 +662,197 @@ struct ShortNames {
     objs: HashMap<u128, ObjId>,
 }
 
-impl Parser {
-    /// The common lines, `THREAD|OP(NAME)|SITE` with `OP` one of `r`, `w`, `acq`,
-    /// `rel`, names of printable ASCII and a decimal site, parsed straight from the
-    /// bytes (see [`super::fastline`]); `None` (nothing done) for any other line,
-    /// which the general path reads. Accepts only lines the general path reads the
-    /// same way.
-    fn fast_event(
-        &mut self,
-        line_no: usize,
-        b: &[u8],
-        window: &[u8; WINDOW],
-        out: &mut Vec<OwnedEvent>,
-    ) -> Option<Result<(), ReadError>> {
-        let short = b.len() <= WINDOW;
-        let s = if short {
-            fastline::shape_window(b.len(), window)?
+/// One line the reading side recognised as a fast line (`THREAD|OP(NAME)|SITE`, see
+/// [`super::fastline`]): its names as [`short_key`]s, not yet ids.
+#[derive(Clone, Copy, Debug)]
+struct FastLine {
+    thread: u128,
+    name: u128,
+    line_no: usize,
+    site: fastline::SiteDigits,
+    op: SimpleOp,
+}
+
+/// The common lines, `THREAD|OP(NAME)|SITE` with `OP` one of `r`, `w`, `acq`, `rel`,
+/// names of printable ASCII of at most 15 bytes and a decimal site, lexed straight from
+/// the bytes; `None` for any other line, which the general path reads. Accepts only
+/// lines the general path reads the same way.
+#[inline(always)]
+fn lex_fast(line_no: usize, b: &[u8], window: &[u8; WINDOW]) -> Option<FastLine> {
+    let short = b.len() <= WINDOW;
+    let s = if short {
+        fastline::shape_window(b.len(), window)?
+    } else {
+        fastline::shape_scalar(b)?
+    };
+    let key = |from: usize, to: usize| {
+        if short {
+            fastline::name_key(window, from, to - from)
         } else {
-            fastline::shape_scalar(b)?
-        };
-        let key = |from: usize, to: usize| {
-            if short {
-                fastline::name_key(window, from, to - from)
-            } else {
-                short_key(&b[from..to])
-            }
-        };
-        let thread = &b[..s.p1];
-        let cached = key(0, s.p1).and_then(|k| self.short.cache.get(NameKind::Thread, k));
-        let tid = match cached {
+            short_key(&b[from..to])
+        }
+    };
+    let op = match &b[s.p1 + 1..s.open] {
+        b"r" => SimpleOp::Read,
+        b"w" => SimpleOp::Write,
+        b"acq" => SimpleOp::Acquire,
+        _ => SimpleOp::Release,
+    };
+    Some(FastLine {
+        thread: key(0, s.p1)?,
+        name: key(s.open + 1, s.close)?,
+        line_no,
+        site: s.site,
+        op,
+    })
+}
+
+/// The bytes of a name from its [`short_key`].
+fn key_bytes(k: u128) -> ([u8; 16], usize) {
+    (k.to_le_bytes(), ((k >> 120) & 0xf) as usize)
+}
+
+impl Parser {
+    /// A fast line's event into `out`: names to ids (the [`NameCache`] first), then
+    /// the normalizer's short path.
+    fn fast(&mut self, f: &FastLine, out: &mut Vec<OwnedEvent>) -> Result<(), ReadError> {
+        let tid = match self.short.cache.get(NameKind::Thread, f.thread) {
             Some(t) => t as Tid,
-            None => match self.short_thread(key(0, s.p1), thread) {
-                Ok(t) => t,
-                Err(e) => return Some(Err(e)),
-            },
+            None => self.short_thread(f.thread)?,
         };
-        let (k, arg) = (key(s.open + 1, s.close), &b[s.open + 1..s.close]);
-        let (op, id) = match &b[s.p1 + 1..s.open] {
-            b"r" => (SimpleOp::Read, self.short_var(k, arg) as u64),
-            b"w" => (SimpleOp::Write, self.short_var(k, arg) as u64),
-            b"acq" => (SimpleOp::Acquire, self.short_obj(k, arg).0),
-            _ => (SimpleOp::Release, self.short_obj(k, arg).0),
+        let id = match f.op {
+            SimpleOp::Read | SimpleOp::Write => self.short_var(f.name) as u64,
+            SimpleOp::Acquire | SimpleOp::Release => self.short_obj(f.name).0,
         };
         self.events += 1;
-        let (site, index) = (SiteId(s.site), line_no as u64);
-        if self.norm.push_simple(tid, site, index, op, id, out) {
-            return Some(Ok(()));
+        let (site, index) = (SiteId(f.site.value()), f.line_no as u64);
+        if self.norm.push_simple(tid, site, index, f.op, id, out) {
+            return Ok(());
         }
         let ev = OwnedEvent {
             tid,
             site,
             index,
-            kind: op.kind(id),
+            kind: f.op.kind(id),
         };
         let names = &self.names;
-        Some(
-            self.norm
-                .push_named(ev, &|t| names.thread_name(t), out)
-                .map_err(|m| err(line_no, m)),
-        )
+        self.norm
+            .push_named(ev, &|t| names.thread_name(t), out)
+            .map_err(|m| err(f.line_no, m))
     }
 
-    fn short_thread(&mut self, k: Option<u128>, name: &[u8]) -> Result<Tid, ReadError> {
-        let t = match k.and_then(|k| self.short.threads.get(&k)) {
+    /// Any other line (not yet trimmed) into `out`.
+    fn other(
+        &mut self,
+        line_no: usize,
+        bytes: &[u8],
+        lossy: &mut String,
+        out: &mut Vec<OwnedEvent>,
+    ) -> Result<(), ReadError> {
+        let raw = match std::str::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(_) => {
+                *lossy = String::from_utf8_lossy(bytes).into_owned();
+                lossy
+            }
+        };
+        let line = raw.trim();
+        if line.is_empty() {
+            return Ok(());
+        }
+        if line.starts_with('#') {
+            return self.comment(line_no, line);
+        }
+        self.event(line_no, line, out)
+    }
+
+    /// The events of `lexed` into `out`, in line order. Returns whether more may
+    /// follow: `false` once the trace has ended (its final thread ends are then in
+    /// `out`); the error of the first bad line, or the read error that ended the input.
+    fn parse(
+        &mut self,
+        lexed: &mut Lexed,
+        lossy: &mut String,
+        out: &mut Vec<OwnedEvent>,
+    ) -> Result<bool, ReadError> {
+        if self.finished {
+            return Ok(false);
+        }
+        let mut others = lexed.other.iter();
+        let mut next = others.next();
+        for (i, f) in lexed.fast.iter().enumerate() {
+            while let Some((at, line_no, range)) = next
+                && *at == i
+            {
+                self.other(*line_no, &lexed.text[range.clone()], lossy, out)?;
+                next = others.next();
+            }
+            self.fast(f, out)?;
+        }
+        while let Some((_, line_no, range)) = next {
+            self.other(*line_no, &lexed.text[range.clone()], lossy, out)?;
+            next = others.next();
+        }
+        match lexed.end.take() {
+            None => Ok(true),
+            Some(Ok(())) => {
+                self.norm.finish(out);
+                self.finished = true;
+                Ok(false)
+            }
+            Some(Err(e)) => Err(e),
+        }
+    }
+
+    fn short_thread(&mut self, k: u128) -> Result<Tid, ReadError> {
+        let t = match self.short.threads.get(&k) {
             Some(&t) => t,
             None => {
-                let t = self.names.thread(&self.env, ascii(name))?;
-                if let Some(k) = k {
-                    self.short.threads.insert(k, t);
-                }
+                let (b, n) = key_bytes(k);
+                let t = self.names.thread(&self.env, ascii(&b[..n]))?;
+                self.short.threads.insert(k, t);
                 t
             }
         };
-        if let Some(k) = k {
-            self.short.cache.put(NameKind::Thread, k, t as u64);
-        }
+        self.short.cache.put(NameKind::Thread, k, t as u64);
         Ok(t)
     }
 
-    /// The slot of variable `name`.
+    /// The slot of the variable named by key `k`.
     #[inline]
-    fn short_var(&mut self, k: Option<u128>, name: &[u8]) -> u32 {
-        if let Some(s) = k.and_then(|k| self.short.cache.get(NameKind::Var, k)) {
+    fn short_var(&mut self, k: u128) -> u32 {
+        if let Some(s) = self.short.cache.get(NameKind::Var, k) {
             return s as u32;
         }
-        let slot = match k.and_then(|k| self.short.vars.get(&k)) {
+        let slot = match self.short.vars.get(&k) {
             Some(&s) => s,
             None => {
-                let slot = self.names.var(&self.env, ascii(name)).slot;
-                if let Some(k) = k {
-                    self.short.vars.insert(k, slot);
-                }
+                let (b, n) = key_bytes(k);
+                let slot = self.names.var(&self.env, ascii(&b[..n])).slot;
+                self.short.vars.insert(k, slot);
                 slot
             }
         };
-        if let Some(k) = k {
-            self.short.cache.put(NameKind::Var, k, slot as u64);
-        }
+        self.short.cache.put(NameKind::Var, k, slot as u64);
         slot
     }
 
+    /// The object (lock) named by key `k`.
     #[inline]
-    fn short_obj(&mut self, k: Option<u128>, name: &[u8]) -> ObjId {
-        if let Some(o) = k.and_then(|k| self.short.cache.get(NameKind::Obj, k)) {
+    fn short_obj(&mut self, k: u128) -> ObjId {
+        if let Some(o) = self.short.cache.get(NameKind::Obj, k) {
             return ObjId(o);
         }
-        let o = match k.and_then(|k| self.short.objs.get(&k)) {
+        let o = match self.short.objs.get(&k) {
             Some(&o) => o,
             None => {
-                let o = self.names.obj(&self.env, ascii(name));
-                if let Some(k) = k {
-                    self.short.objs.insert(k, o);
-                }
+                let (b, n) = key_bytes(k);
+                let o = self.names.obj(&self.env, ascii(&b[..n]));
+                self.short.objs.insert(k, o);
                 o
             }
         };
-        if let Some(k) = k {
-            self.short.cache.put(NameKind::Obj, k, o.0);
-        }
+        self.short.cache.put(NameKind::Obj, k, o.0);
         o
     }
 }
@@ -771,13 +871,154 @@ impl From<Msg> for ReadError {
     }
 }
 
-/// The streaming reader: events in batches, names into a shared [`TraceEnv`].
-pub struct StdReader<R> {
+/// Lines as the reading side hands them to the parsing side, in file order: the fast
+/// lines lexed ([`FastLine`]), every other line as its bytes.
+#[derive(Default)]
+pub struct Lexed {
+    fast: Vec<FastLine>,
+    /// Another line: how many fast lines precede it, its number, its bytes in `text`.
+    other: Vec<(usize, usize, std::ops::Range<usize>)>,
+    text: Vec<u8>,
+    /// How the input ended after these lines, if it did: at its end, or with an error.
+    end: Option<Result<(), ReadError>>,
+}
+
+impl Lexed {
+    fn clear(&mut self) {
+        self.fast.clear();
+        self.other.clear();
+        self.text.clear();
+        self.end = None;
+    }
+}
+
+/// Lines per [`Lexed`] batch when [`StdReader::read_batch`] lexes and parses in turn.
+const LEX_LINES: usize = 4096;
+
+/// The reading side of a [`StdReader`]: the input's lines, split and lexed, into
+/// [`Lexed`] batches. It knows no names, so it can run on a thread of its own while
+/// a [`StdParser`] turns the previous batch into events.
+pub struct StdLexer<R> {
     lines: Lines<R>,
+    /// The input ended (`Some(true)`: with an error).
+    ended: Option<bool>,
+}
+
+impl<R: Read> StdLexer<R> {
+    /// Up to `max` more lines into `out` (cleared first). Returns whether more may
+    /// follow: `false` once `out.end` says how the input ended.
+    pub fn lex(&mut self, out: &mut Lexed, max: usize) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+            && std::is_x86_feature_detected!("popcnt")
+        {
+            // SAFETY: the CPU has the features `lex_modern` is compiled for.
+            return unsafe { self.lex_modern(out, max) };
+        }
+        self.lex_lines(out, max)
+    }
+
+    /// [`Self::lex`] compiled for the CPUs of the last decade: the same code, with
+    /// flag-free shifts (the names' 128-bit keys), bit counts and VEX encodings.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
+    fn lex_modern(&mut self, out: &mut Lexed, max: usize) -> bool {
+        self.lex_lines(out, max)
+    }
+
+    #[inline(always)]
+    fn lex_lines(&mut self, out: &mut Lexed, max: usize) -> bool {
+        out.clear();
+        if let Some(failed) = self.ended {
+            out.end = Some(if failed {
+                Err(ReadError::Io {
+                    line: self.lines.line_no,
+                    error: io::Error::other("read past a failed read"),
+                })
+            } else {
+                Ok(())
+            });
+            return false;
+        }
+        for _ in 0..max {
+            let line_no = self.lines.line_no;
+            match self.lines.next_line() {
+                Ok(Some((line_no, bytes, window))) => match lex_fast(line_no, bytes, window) {
+                    Some(f) => out.fast.push(f),
+                    None => {
+                        let from = out.text.len();
+                        out.text.extend_from_slice(bytes);
+                        out.other
+                            .push((out.fast.len(), line_no, from..out.text.len()));
+                    }
+                },
+                Ok(None) => {
+                    self.ended = Some(false);
+                    out.end = Some(Ok(()));
+                    return false;
+                }
+                Err(e) => {
+                    self.ended = Some(true);
+                    out.end = Some(Err(match e {
+                        LineError::Io(error) => ReadError::Io {
+                            line: line_no,
+                            error,
+                        },
+                        LineError::TooLong => err(
+                            line_no + 1,
+                            format!("line longer than {} MiB", MAX_LINE >> 20),
+                        ),
+                    }));
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Bytes read from the input so far.
+    pub fn bytes(&self) -> u64 {
+        self.lines.bytes
+    }
+}
+
+/// The parsing side of a [`StdReader`]: names, well-formedness and the inserted
+/// thread starts and ends, [`Lexed`] batches into events.
+pub struct StdParser {
     p: Parser,
     /// A line that is not UTF-8, with its invalid bytes replaced (as
     /// `String::from_utf8_lossy` does for the whole file).
     lossy: String,
+}
+
+impl StdParser {
+    /// The events of `lexed`'s lines, appended to `out` in line order. Returns whether
+    /// more may follow: `false` once the trace has ended (its final thread ends are
+    /// then in `out`). Stops at the first bad line, or with the read error that ended
+    /// the input after the batch's lines.
+    pub fn parse(
+        &mut self,
+        lexed: &mut Lexed,
+        out: &mut Vec<OwnedEvent>,
+    ) -> Result<bool, ReadError> {
+        self.p.parse(lexed, &mut self.lossy, out)
+    }
+
+    /// Events read from the input so far (not counting inserted ones).
+    pub fn events(&self) -> u64 {
+        self.p.events
+    }
+}
+
+/// The streaming reader: events in batches, names into a shared [`TraceEnv`]. A
+/// [`StdLexer`] and a [`StdParser`] in turn on one thread; [`StdReader::split`] hands
+/// the two sides to two threads.
+pub struct StdReader<R> {
+    lexer: StdLexer<R>,
+    parser: StdParser,
+    pending: Lexed,
 }
 
 impl<R: Read> StdReader<R> {
@@ -785,16 +1026,22 @@ impl<R: Read> StdReader<R> {
     /// threads as it goes (it may stop with [`ReadError::Renumber`]).
     pub fn new(src: R, env: Arc<TraceEnv>) -> Self {
         StdReader {
-            lines: Lines::new(src),
-            p: Parser {
-                env,
-                names: Interner::default(),
-                short: ShortNames::default(),
-                norm: Normalizer::new(),
-                events: 0,
-                finished: false,
+            lexer: StdLexer {
+                lines: Lines::new(src),
+                ended: None,
             },
-            lossy: String::new(),
+            parser: StdParser {
+                p: Parser {
+                    env,
+                    names: Interner::default(),
+                    short: ShortNames::default(),
+                    norm: Normalizer::new(),
+                    events: 0,
+                    finished: false,
+                },
+                lossy: String::new(),
+            },
+            pending: Lexed::default(),
         }
     }
 
@@ -802,67 +1049,44 @@ impl<R: Read> StdReader<R> {
     /// it never stops with [`ReadError::Renumber`].
     pub fn with_reserved(src: R, env: Arc<TraceEnv>, reserved: HashSet<Tid>) -> Self {
         let mut r = Self::new(src, env);
-        r.p.names.reserved = Some(reserved);
+        r.parser.p.names.reserved = Some(reserved);
         r
+    }
+
+    /// The two sides, for a pipeline: lexing on one thread, parsing on another.
+    pub fn split(self) -> (StdLexer<R>, StdParser) {
+        (self.lexer, self.parser)
     }
 
     /// Append the events of the next lines to `out` until it holds at least `max`
     /// events or the input ends (the reader's inserted thread starts and ends
-    /// included). Returns whether more may follow: `false` once the trace has ended
-    /// (its final thread ends are then in `out`).
+    /// included; it may hold up to a few thousand more). Returns whether more may
+    /// follow: `false` once the trace has ended (its final thread ends are then in
+    /// `out`).
     pub fn read_batch(&mut self, out: &mut Vec<OwnedEvent>, max: usize) -> Result<bool, ReadError> {
-        if self.p.finished {
+        if self.parser.p.finished {
             return Ok(false);
         }
-        while out.len() < max {
-            let line_no = self.lines.line_no;
-            let next = self.lines.next_line().map_err(|e| match e {
-                LineError::Io(error) => ReadError::Io {
-                    line: line_no,
-                    error,
-                },
-                LineError::TooLong => err(
-                    line_no + 1,
-                    format!("line longer than {} MiB", MAX_LINE >> 20),
-                ),
-            })?;
-            let Some((line_no, bytes, window)) = next else {
-                self.p.norm.finish(out);
-                self.p.finished = true;
+        loop {
+            let want = max.saturating_sub(out.len()).clamp(1, LEX_LINES);
+            self.lexer.lex(&mut self.pending, want);
+            if !self.parser.parse(&mut self.pending, out)? {
                 return Ok(false);
-            };
-            if let Some(done) = self.p.fast_event(line_no, bytes, window, out) {
-                done?;
-                continue;
             }
-            let raw = match std::str::from_utf8(bytes) {
-                Ok(s) => s,
-                Err(_) => {
-                    self.lossy = String::from_utf8_lossy(bytes).into_owned();
-                    &self.lossy
-                }
-            };
-            let line = raw.trim();
-            if line.is_empty() {
-                continue;
+            if out.len() >= max {
+                return Ok(true);
             }
-            if line.starts_with('#') {
-                self.p.comment(line_no, line)?;
-                continue;
-            }
-            self.p.event(line_no, line, out)?;
         }
-        Ok(true)
     }
 
     /// Events read from the input so far (not counting inserted ones).
     pub fn events(&self) -> u64 {
-        self.p.events
+        self.parser.events()
     }
 
     /// Bytes read from the input so far.
     pub fn bytes(&self) -> u64 {
-        self.lines.bytes
+        self.lexer.bytes()
     }
 }
 

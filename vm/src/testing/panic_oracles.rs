@@ -3,9 +3,9 @@
 
 use analyses::ChainOptions;
 use analyses::chain::Chain;
-use analyses::offline::analyze;
+use analyses::offline::{Balance, Mode, StreamError, analyze, analyze_stream, with_balance};
 use analyses::report::{render_text, warning_json};
-use analyses::trace::{Trace, parse_std};
+use analyses::trace::{ReadError, Trace, TraceEnv, TraceError, TraceInput, parse_std};
 use arbitrary::{Arbitrary, Unstructured};
 use lang::ir::SourceFile;
 
@@ -63,7 +63,9 @@ pub fn trace_no_panic(data: &[u8]) -> Result<(), String> {
     // The same bytes as a Grits spec: parsing never panics, and a spec that parses
     // is checked against the trace.
     let spec = analyses::passes::grits::spec::parse(&text);
-    let Ok(trace) = parse_std(&text) else {
+    let parsed = parse_std(&text);
+    streams_agree(data, &parsed)?;
+    let Ok(trace) = parsed else {
         return Ok(());
     };
     if let Ok(spec) = spec {
@@ -75,6 +77,54 @@ pub fn trace_no_panic(data: &[u8]) -> Result<(), String> {
         print_reports(&trace, &chain)?;
     }
     analyze_and_print(&trace)
+}
+
+/// The streaming reader (`capvm analyze`), on one thread and pipelined with every
+/// split of the parsing between its two threads in batches of a few lines, reads
+/// `data` as the in-memory reader did (`parsed`): the same first error, or the same
+/// warnings and statistics.
+fn streams_agree(data: &[u8], parsed: &Result<Trace, TraceError>) -> Result<(), String> {
+    const SPEC: &str = "fasttrack:eraser";
+    let shown = |chain: &Chain, env: &TraceEnv| {
+        let mut out: Vec<String> = chain
+            .warnings()
+            .iter()
+            .map(|w| render_text(w, env, &chain.shared.ctxs))
+            .collect();
+        out.push(chain.stats_json().to_string());
+        out
+    };
+    let want = match parsed {
+        Ok(trace) => {
+            let chain = analyze(trace, SPEC, ChainOptions::default()).map_err(|e| e.0)?;
+            Ok(shown(&chain, &trace.env))
+        }
+        Err(e) => Err(e.clone()),
+    };
+    let runs = [
+        (Mode::Single, Balance::Behind(1), 4),
+        (Mode::Pipelined, Balance::Behind(1), 2),
+        (Mode::Pipelined, Balance::Alternate, 1),
+        (Mode::Pipelined, Balance::Alternate, 3),
+        (Mode::Pipelined, Balance::Behind(usize::MAX), 2),
+    ];
+    for (mode, balance, lines) in runs {
+        let options = |_: &TraceEnv| ChainOptions::default();
+        let got = with_balance(balance, lines, || {
+            analyze_stream(TraceInput::Bytes(data), SPEC, &options, mode)
+        });
+        let got = match got {
+            Ok(s) => Ok(shown(&s.chain, &s.env)),
+            Err(StreamError::Read(ReadError::Trace(e))) => Err(e),
+            Err(e) => return Err(format!("{mode:?} {balance:?} {lines}: {e}")),
+        };
+        if got != want {
+            return Err(format!(
+                "{mode:?} {balance:?} by {lines} lines: streamed {got:?}, in memory {want:?}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What `capvm analyze` does after parsing, for every chain of [`CHAINS`] and both
