@@ -64,11 +64,14 @@ impl Chain {
     }
 
     fn new_cx(&self, tid: Tid, vc: crate::vc::VectorClock) -> ThreadCx {
-        ThreadCx {
+        let cx = ThreadCx {
             state: ThreadState::new(tid, vc),
             locals: self.passes.iter().map(|p| p.thread_local()).collect(),
             counts: vec![Default::default(); self.passes.len()],
-        }
+            epoch_word: Box::default(),
+        };
+        cx.refresh_epoch();
+        cx
     }
 
     /// The context of the main thread (tid 0). The producer then delivers its
@@ -102,6 +105,7 @@ impl Chain {
         };
         self.dispatch(parent, &ev);
         let vc = self.shared.clocks.fork(&mut parent.state, child);
+        parent.refresh_epoch();
         self.new_cx(child, vc)
     }
 
@@ -120,6 +124,7 @@ impl Chain {
             _ => {
                 self.dispatch(cx, ev);
                 self.update_services(cx, ev);
+                cx.refresh_epoch();
                 return;
             }
         };
@@ -128,6 +133,7 @@ impl Chain {
             state,
             locals,
             counts,
+            ..
         } = cx;
         for (i, p) in self.passes.iter().enumerate() {
             counts[i].events_in[ord] += 1;
@@ -163,6 +169,7 @@ impl Chain {
             state,
             locals,
             counts,
+            ..
         } = cx;
         for (i, p) in self.passes.iter().enumerate() {
             counts[i].saw(&ev.kind);
@@ -289,5 +296,45 @@ impl Chain {
             .fold((0, 0), |(r, w), d| (r + d.reads, w + d.writes));
         cx.counts[0].saw_dropped(reads, writes);
         p.inline_dropped(&cx.state, cx.locals[0].as_mut(), drops);
+    }
+
+    /// The same-epoch test the producer may perform inline ([`Pass::inline_check`])
+    /// and whether it sits behind the first pass's inline filter: the chain's last
+    /// pass must offer it, and it is usable only if it is the only pass, or the
+    /// passes before it are one filter with an inline test
+    /// ([`Chain::inline_filter`]) that forwards what that test lets through
+    /// ([`Pass::forwards_inline`]). Behind a filter the producer may decide inline
+    /// only accesses the filter's test lets through, not reference writes.
+    pub fn inline_check(&self) -> Option<(crate::pass::InlineCheck, bool)> {
+        let (det, before) = self.passes.split_last()?;
+        let check = det.inline_check()?;
+        match before {
+            [] => Some((check, false)),
+            [f] if f.inline_filter().is_some() && f.forwards_inline() => Some((check, true)),
+            _ => None,
+        }
+    }
+
+    /// Account for the accesses of `cx`'s thread that the producer decided inline
+    /// with [`Chain::inline_check`]: every pass's counters (events in, none dropped),
+    /// the filters' statistics ([`Pass::inline_forwarded`]) and the detector's
+    /// ([`Pass::inline_checked`]). Must be called before the thread's `ThreadEnd`.
+    pub fn add_inline_checks(&self, cx: &mut ThreadCx, checks: &[crate::pass::InlineChecks]) {
+        if checks.is_empty() || self.passes.is_empty() {
+            return;
+        }
+        let (reads, writes) = checks
+            .iter()
+            .fold((0, 0), |(r, w), c| (r + c.reads(), w + c.writes_same));
+        let last = self.passes.len() - 1;
+        for (i, p) in self.passes.iter().enumerate() {
+            cx.counts[i].events_in[0] += reads;
+            cx.counts[i].events_in[1] += writes;
+            if i == last {
+                p.inline_checked(&cx.state, cx.locals[i].as_mut(), checks);
+            } else {
+                p.inline_forwarded(&cx.state, cx.locals[i].as_mut(), checks);
+            }
+        }
     }
 }

@@ -161,6 +161,17 @@ impl SiteRecord {
         }
     }
 
+    /// `reads` shared reads and `writes` shared writes by `owner` at once (what
+    /// `reads + writes` calls of [`SiteRecord::record`] with `AccessClass::Shared`
+    /// would record).
+    pub fn record_shared(&mut self, owner: Owner, reads: u64, writes: u64) {
+        if reads + writes > 0 {
+            self.shared += reads + writes;
+            self.shared_writes += writes;
+            self.add_owner(owner);
+        }
+    }
+
     fn add_owner(&mut self, owner: Owner) {
         match self.owner {
             None if !self.many_owners => self.owner = Some(owner),

@@ -62,6 +62,70 @@ pub struct InlineDrops {
     pub writes: u64,
 }
 
+/// The same-epoch test of a race detector, which a producer may perform inline, in
+/// place of delivering a plain access to the chain, when the detector is the last
+/// pass and every pass before it is a filter whose inline test passed and which
+/// forwards such an access unchanged ([`Pass::forwards_inline`]). The producer
+/// counts the accesses the test decided per site and hands them to
+/// [`crate::Chain::add_inline_checks`] before the thread's `ThreadEnd`, so every
+/// statistic is as if the chain had seen them. A producer may always deliver the
+/// access instead: the test must be exactly a case in which the detector's
+/// [`Pass::access`] forwards with no effect other than what [`Pass::inline_checked`]
+/// reproduces.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum InlineCheck {
+    /// FastTrack's three same-epoch rules on its hot shadow half (Flanagan & Freund,
+    /// PLDI'09, Fig. 2; see `crate::passes::fasttrack`). For a location with key
+    /// `k = Loc::key()`, `k & 7 == 0` and `k < 2^DIRECT_BITS` (otherwise deliver the
+    /// access), the word index `w = k >> 3` finds the hot cell by three loads:
+    /// `mid = top[w >> (LEAF_BITS + MID_BITS)]`, `leaf = mid[(w >> LEAF_BITS) & (2^MID_BITS - 1)]`,
+    /// `cell = leaf + (w & (2^LEAF_BITS - 1)) * CELL_BYTES` (null `mid` or `leaf`:
+    /// deliver the access). With `e` the thread's packed epoch
+    /// ([`crate::thread::ThreadCx::epoch_word`]):
+    /// - a write is decided when the word at `cell + W_OFF` equals `e`;
+    /// - a read is decided when the word `r` at `cell + R_OFF` equals `e`, or when
+    ///   `r` has [`FASTTRACK_SHARED_TAG`], `p = r & !TAG` points to a `u32` length
+    ///   `n`, `tid(e) < n` and the `u32` at `p + 4 + 4 * tid(e)` equals `clock(e)`
+    ///   (read-shared same epoch).
+    ///
+    /// The cells are written only by the pass (under its lock, with atomic stores);
+    /// the producer's loads must be at least `Acquire` on the tagged pointer.
+    FastTrack {
+        /// The address of the top level (`2^TOP_BITS` pointers).
+        top: u64,
+    },
+}
+
+/// Layout constants of [`InlineCheck::FastTrack`].
+pub const FASTTRACK_LEAF_BITS: u32 = crate::passes::shadow::LEAF_BITS;
+pub const FASTTRACK_MID_BITS: u32 = crate::passes::shadow::MID_BITS;
+pub const FASTTRACK_DIRECT_BITS: u32 = crate::passes::shadow::DIRECT_BITS;
+pub const FASTTRACK_CELL_BYTES: u32 = 64;
+pub const FASTTRACK_W_OFF: i32 = 0;
+pub const FASTTRACK_R_OFF: i32 = 8;
+pub const FASTTRACK_SHARED_TAG: u64 = 1 << 63;
+
+/// Accesses at one site that the producer decided inline with the chain's
+/// [`InlineCheck`] during one thread, by the rule that decided them, with one
+/// location the site accessed.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct InlineChecks {
+    pub site: SiteId,
+    pub rep: Loc,
+    /// Reads decided because the read state is this thread's current epoch.
+    pub reads_same: u64,
+    /// Reads decided on the shared read clock (read-shared same epoch).
+    pub reads_shared_same: u64,
+    /// Writes decided because the last write is this thread's current epoch.
+    pub writes_same: u64,
+}
+
+impl InlineChecks {
+    pub fn reads(&self) -> u64 {
+        self.reads_same + self.reads_shared_same
+    }
+}
+
 /// Per-thread state of one pass.
 pub type Local = dyn Any + Send;
 
@@ -108,6 +172,32 @@ pub trait Pass: Send + Sync {
     /// [`InlineFilter`], delivered before the thread's `ThreadEnd`: account for them
     /// exactly as [`Pass::access`] would have (statistics only; they were dropped).
     fn inline_dropped(&self, _t: &ThreadState, _local: &mut Local, _drops: &[InlineDrops]) {}
+
+    /// The same-epoch test the producer may perform inline for this detector (see
+    /// [`InlineCheck`]); `None`: every access calls [`Pass::access`].
+    fn inline_check(&self) -> Option<InlineCheck> {
+        None
+    }
+
+    /// Accesses of thread `t` that the producer decided inline with this pass's
+    /// [`InlineCheck`], delivered before the thread's `ThreadEnd`: account for them
+    /// as [`Pass::access`] would have.
+    fn inline_checked(&self, _t: &ThreadState, _local: &mut Local, _checks: &[InlineChecks]) {}
+
+    /// True if this pass, when first in its chain with an [`InlineFilter`], forwards
+    /// every access its inline test lets through, other than a `Write` of a
+    /// reference, with no effect but what [`Pass::inline_forwarded`] reproduces; the
+    /// producer may then decide such an access with the detector's [`InlineCheck`]
+    /// without calling this pass.
+    fn forwards_inline(&self) -> bool {
+        false
+    }
+
+    /// Accesses of thread `t` that passed this pass's inline test and were decided
+    /// by a later detector's [`InlineCheck`] (see [`Pass::forwards_inline`]),
+    /// delivered before the thread's `ThreadEnd`: account for them as
+    /// [`Pass::access`] would have.
+    fn inline_forwarded(&self, _t: &ThreadState, _local: &mut Local, _checks: &[InlineChecks]) {}
 
     /// True if this pass checks a property of thread-local accesses too, so that the
     /// accesses an earlier pass drops with [`Flow::Local`] must reach

@@ -3,6 +3,7 @@
 use crate::ctx::CtxId;
 use crate::event::{ObjId, Tid};
 use crate::vc::{Epoch, VectorClock};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What the chain's shared services know about one thread. Passes read it; only the
 /// chain writes it (after all passes have seen the event, so a pass sees the state
@@ -50,10 +51,28 @@ pub struct ThreadCx {
     /// [`crate::stats::PassStats`] when the thread ends (the hot path touches no shared
     /// cache line).
     pub(crate) counts: Vec<crate::stats::LocalCounts>,
+    /// `Epoch::pack(state.epoch())`, kept current by the chain after every event that
+    /// can change the thread's clock, at an address that stays put while the context
+    /// moves: a producer's generated code reads it for the inline same-epoch check
+    /// ([`crate::pass::InlineCheck`]). Only this thread's events write it.
+    pub(crate) epoch_word: Box<AtomicU64>,
 }
 
 impl ThreadCx {
     pub fn tid(&self) -> Tid {
         self.state.tid
+    }
+
+    /// The thread's packed epoch (see the field); its address is stable for the
+    /// context's lifetime.
+    pub fn epoch_word(&self) -> &AtomicU64 {
+        &self.epoch_word
+    }
+
+    /// Store the current epoch into [`ThreadCx::epoch_word`].
+    #[inline]
+    pub(crate) fn refresh_epoch(&self) {
+        self.epoch_word
+            .store(Epoch::pack(self.state.epoch()), Ordering::Relaxed);
     }
 }

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use analyses::pass::InlineDrops;
+use analyses::pass::{InlineChecks, InlineDrops};
 use analyses::thread::ThreadCx;
 use analyses::{Event, EventKind, Loc, ObjId, SiteId};
 
@@ -72,6 +72,22 @@ impl Hook {
                 cx,
             }
         }))
+    }
+
+    /// The address of the thread's packed epoch (`ThreadCx::epoch_word`), for the
+    /// JIT's inline same-epoch check; null when off.
+    pub fn epoch_word_ptr(&self) -> *const u64 {
+        self.0.as_ref().map_or(std::ptr::null(), |on| {
+            on.cx.epoch_word().as_ptr() as *const u64
+        })
+    }
+
+    /// Account for the accesses the JIT decided inline with the chain's same-epoch
+    /// check (before the thread's `ThreadEnd`; see `analyses::Chain::add_inline_checks`).
+    pub fn add_inline_checks(&mut self, checks: &[InlineChecks]) {
+        if let Some(on) = &mut self.0 {
+            on.bridge.chain.add_inline_checks(&mut on.cx, checks);
+        }
     }
 
     /// Account for the accesses the JIT dropped inline (before the thread's

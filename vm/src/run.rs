@@ -81,6 +81,11 @@ pub struct RunConfig {
     /// requests it (`Chain::inline_filter`, e.g. `escape`). Off only for measurement
     /// (hidden `capvm run --no-inline-filter`); results are the same either way.
     pub inline_filter: bool,
+    /// JIT tier: let generated code decide accesses with the chain's detector's
+    /// same-epoch check when it offers one (`Chain::inline_check`, `fasttrack` alone
+    /// or behind `escape`). Off only for measurement and tests (`capvm run
+    /// --no-inline-detector`); results and statistics are the same either way.
+    pub inline_detector: bool,
 }
 
 impl Default for RunConfig {
@@ -97,6 +102,7 @@ impl Default for RunConfig {
             capture_stdout: true,
             capsules: None,
             inline_filter: true,
+            inline_detector: true,
         }
     }
 }
@@ -289,7 +295,10 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
             // The chain's inline request becomes a header test (`HeaderFilter::of`).
             let mut options = crate::jit::JitOptions::for_runtime(&rt);
             if !cfg.inline_filter {
-                options.inline_filter = None;
+                options = options.without_inline_filter();
+            }
+            if !cfg.inline_detector {
+                options.inline_check = None;
             }
             let code = match crate::jit::compile(&image, options) {
                 Ok(c) => Arc::new(c),

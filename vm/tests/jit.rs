@@ -456,17 +456,29 @@ fn step_limit_counts_like_the_interpreter() {
 // ------------------------------------------------ the inline `escape` fast path
 
 /// What a seeded JIT run assembled from the parts of `run_program` shows: (error,
-/// warnings, stdout, the chain's statistics JSON, accesses dropped inline). The
-/// inline filter is the one `JitOptions::for_runtime` derives from the chain.
+/// warnings, stdout, the chain's statistics JSON, accesses dropped inline, accesses
+/// decided by the inline same-epoch check). The inline filter and check are the
+/// ones `JitOptions::for_runtime` derives from the chain.
 struct InlineRun {
     error: Option<String>,
     warnings: Vec<String>,
     stdout: Vec<u8>,
     stats: serde_json::Value,
     dropped_inline: u64,
+    checked_inline: u64,
 }
 
 fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
+    run_jit_parts_with(prog, tools, seed, true)
+}
+
+/// [`run_jit_parts`], with the inline same-epoch check on or off.
+fn run_jit_parts_with(
+    prog: &Arc<Program>,
+    tools: &str,
+    seed: u64,
+    inline_detector: bool,
+) -> InlineRun {
     use vm::bridge::Bridge;
     use vm::env::VmEnv;
     use vm::hook::Hook;
@@ -494,16 +506,31 @@ fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
         Output::new(true),
         limits,
     ));
-    let options = JitOptions::for_runtime(&rt);
+    let mut options = JitOptions::for_runtime(&rt);
+    if tools.starts_with("escape") {
+        assert_eq!(
+            options.inline_filter,
+            Some(jit::HeaderFilter {
+                capsule_fields: tools.contains("capsule"),
+                ..jit::HeaderFilter::ESCAPE
+            }),
+            "`escape` first must request its inline test, calling out for capsule fields \
+             when `capsule` follows"
+        );
+    }
     assert_eq!(
-        options.inline_filter,
-        Some(jit::HeaderFilter {
-            capsule_fields: tools.contains("capsule"),
-            ..jit::HeaderFilter::ESCAPE
-        }),
-        "`escape` first must request its inline test, calling out for capsule fields \
-         when `capsule` follows"
+        options.inline_check.map(|c| c.behind_filter),
+        match tools {
+            "fasttrack" => Some(false),
+            "escape:fasttrack" => Some(true),
+            _ => None,
+        },
+        "`{tools}`: the inline same-epoch check is offered exactly for `fasttrack` \
+         alone and behind `escape`"
     );
+    if !inline_detector {
+        options.inline_check = None;
+    }
     let code = Arc::new(jit::compile(&image, options).expect("compile"));
     let hook = Hook::main(rt.bridge.as_ref());
     let (rt2, code2) = (rt.clone(), code.clone());
@@ -532,7 +559,77 @@ fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
         dropped_inline: code
             .inline_dropped
             .load(std::sync::atomic::Ordering::Relaxed),
+        checked_inline: code
+            .inline_checked
+            .load(std::sync::atomic::Ordering::Relaxed),
     }
+}
+
+/// With `fasttrack` alone or behind `escape`, the JIT decides FastTrack's
+/// same-epoch accesses inline: warnings, output and every statistic (per-pass
+/// counters, FastTrack's rule counts, `escape`'s per-location categories) equal
+/// those of the same JIT run with the check off and of the interpreter, on every
+/// corpus program under the same seeds.
+#[test]
+fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
+    let mut failures = Vec::new();
+    let mut checked_inline = 0;
+    let mut runs = 0;
+    let small_bench = corpus("bench")
+        .into_iter()
+        .filter(|p| !p.to_string_lossy().ends_with("_large.cj"));
+    for tools in ["fasttrack", "escape:fasttrack"] {
+        for p in corpus("bugs")
+            .into_iter()
+            .chain(corpus("examples"))
+            .chain(small_bench.clone())
+        {
+            let Some(prog) = compile_file(&p) else {
+                continue;
+            };
+            let seeds: &[u64] = if is_heavy(&p) || p.to_string_lossy().contains("bench") {
+                &[3]
+            } else {
+                &[1, 2]
+            };
+            for &seed in seeds {
+                runs += 1;
+                let cfg = RunConfig {
+                    tier: Tier::Interp,
+                    sched: SchedKind::Seeded(seed),
+                    tools: Some(tools.into()),
+                    ..RunConfig::default()
+                };
+                let a = run_program(prog.clone(), &cfg).expect("run");
+                let on = run_jit_parts_with(&prog, tools, seed, true);
+                let off = run_jit_parts_with(&prog, tools, seed, false);
+                assert_eq!(off.checked_inline, 0, "the check is off");
+                let name = format!("{} {tools} seeded:{seed}", p.display());
+                for (what, b) in [("inline check on", &on), ("inline check off", &off)] {
+                    if a.error_text != b.error
+                        || a.stdout != b.stdout
+                        || a.warnings_text != b.warnings
+                        || a.report["stats"] != b.stats
+                    {
+                        failures.push(format!(
+                            "{name}\n--- interp\n{:?}\n{}\n{}\n--- jit, {what}\n{:?}\n{}\n{}",
+                            a.error_text,
+                            a.warnings_text.join("\n"),
+                            a.report["stats"],
+                            b.error,
+                            b.warnings.join("\n"),
+                            b.stats
+                        ));
+                    }
+                }
+                checked_inline += on.checked_inline;
+            }
+        }
+    }
+    assert!(runs > 20, "too few corpus programs ran: {runs}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The check must actually have decided accesses inline.
+    assert!(checked_inline > 0, "no access was decided inline");
 }
 
 /// With `escape` first, the JIT drops thread-local accesses without a call, and the

@@ -11,25 +11,30 @@
 //! - Verdict: a race warning at every access that the rules flag; the first flagged
 //!   access of a location is the first access racing with an earlier conflicting one.
 //!
-//! Concurrency: per-location state in two direct-mapped shadow tables
-//! (`super::shadow::PageTable`): a 16-byte hot half (`W` and `R` as packed epochs,
-//! or `R` as a tagged pointer to the shared read clock) and a cold half (the lock,
-//! the sites of `W` and `R`, the shared read state). The slow path mutates both under
-//! the location's lock. The three same-epoch rules, which fire on most accesses, are
-//! decided from the hot half alone without the lock (RoadRunner's unlocked fast
-//! path): only thread `t` ever stores an epoch of `t`, so seeing `W = E(t)`,
-//! `R = E(t)` or `R[t] = C_t(t)` means `t`'s own access in this epoch is the latest,
-//! exactly when the locked rule would also return at once.
+//! Concurrency: per-location state in one direct-mapped shadow table
+//! (`super::shadow::PageTable`) of 64-byte cells, one cache line each: the hot words
+//! (`W` and `R` as packed epochs, or `R` as a tagged pointer to the shared read
+//! clock), the shared read state, and the lock with the sites of `W` and `R`. The
+//! slow path mutates a cell under its lock. The three same-epoch rules, which fire
+//! on most accesses, are decided from the hot words alone without the lock
+//! (RoadRunner's unlocked fast path; the JIT performs the same test inline,
+//! `crate::pass::InlineCheck`): only thread `t` ever stores an epoch of `t`, so
+//! seeing `W = E(t)`, `R = E(t)` or `R[t] = C_t(t)` means `t`'s own access in this
+//! epoch is the latest, exactly when the locked rule would also return at once.
 
 use crate::ctx::CtxId;
 use crate::event::{Event, EventKind, Loc, Op, SiteId, Tid};
-use crate::pass::{Flow, Local, Pass};
+use crate::pass::{
+    FASTTRACK_CELL_BYTES, FASTTRACK_R_OFF, FASTTRACK_SHARED_TAG, FASTTRACK_W_OFF, Flow,
+    InlineCheck, InlineChecks, Local, Pass,
+};
 use crate::report::{Reporter, WarningKind};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
 use crate::vc::Epoch;
 
 use super::shadow::{Acc, PageTable, pair_warning};
+use crate::spin::SpinCell;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{
@@ -70,7 +75,7 @@ impl Site {
 /// the lock holder stores, and only thread `u` ever stores a clock of `u` into entry
 /// `u`), and the last read of each thread (used under the cell's lock only).
 struct SharedReads {
-    /// `[n, R[0], …, R[n-1]]`: the length first, so that the hot half can point
+    /// `[n, R[0], …, R[n-1]]`: the length first, so that the hot word `r` can point
     /// straight at the array (see [`shared_clock`]).
     clocks: Box<[AtomicU32]>,
     accs: Mutex<Vec<Option<Acc>>>,
@@ -99,13 +104,13 @@ impl SharedReads {
     }
 }
 
-/// `R[t]` of a shared read state from the hot half's tagged pointer `r`, without the
+/// `R[t]` of a shared read state from the cell's tagged pointer `r`, without the
 /// lock: one dependent load, usually in the same cache line as the length.
 #[inline]
 fn shared_clock(r: u64, t: Tid) -> u32 {
     let p = (r & !SHARED_TAG) as *const AtomicU32;
     // SAFETY: a tagged `r` holds the address of the `clocks` array of a
-    // `SharedReads` owned by the location's cold half (current or retired), which
+    // `SharedReads` owned by the location's cell (current or retired), which
     // lives until the shadow tables are dropped; `[0]` is its length, and
     // `1 + t` is checked against it.
     unsafe {
@@ -127,28 +132,24 @@ struct Slow {
     r_site: Site,
 }
 
-/// The hot half of a location, all the same-epoch checks read: the last write `W`
-/// and the read epoch `R` as packed epochs; while the reads are a vector clock, `r`
-/// is that clock's address tagged with [`SHARED_TAG`]. 16 bytes, four locations per cache line, so a kernel whose
-/// accesses mostly repeat within an epoch streams little shadow memory. Written
-/// only under the cold half's lock.
-#[repr(C, align(16))]
+/// One location's state, one cache line: first what the same-epoch checks read
+/// (the last write `W` and the read epoch `R` as packed epochs; while the reads are
+/// a vector clock, `r` is that clock's address tagged with [`SHARED_TAG`]), then
+/// what only the slow path needs: the shared read clocks (null until the reads
+/// become concurrent; FT2 never returns to an epoch) and, behind the cell's lock,
+/// who made `W` and `R`. `w`, `r` and `shared` are written only under the lock.
+/// The slow path thus touches the line the same-epoch check already loaded, and
+/// its lock is one swap to take and a plain store to release.
+#[repr(C, align(64))]
 #[derive(Default)]
-struct Hot {
+struct Cell {
     w: AtomicU64,
     r: AtomicU64,
-}
-
-/// The cold half, for the slow path: the lock, who made `W` and `R`, and the shared
-/// read clocks (null until the reads become concurrent; FT2 never returns to an
-/// epoch). `shared` is written only under the lock.
-#[derive(Default)]
-struct Cold {
     shared: AtomicPtr<SharedReads>,
-    slow: Mutex<Slow>,
+    slow: SpinCell<Slow>,
 }
 
-impl Cold {
+impl Cell {
     /// The shared read clocks, if the reads are shared.
     #[inline]
     fn shared(&self) -> Option<&SharedReads> {
@@ -160,8 +161,8 @@ impl Cold {
     }
 
     /// `R[t] := c` on the shared read clocks (under the lock), growing them if `t`
-    /// has no entry yet, and point `h.r` at them; `acc` becomes `t`'s last read.
-    fn set_shared(&self, h: &Hot, t: Tid, c: u32, acc: Acc) {
+    /// has no entry yet, and point `r` at them; `acc` becomes `t`'s last read.
+    fn set_shared(&self, t: Tid, c: u32, acc: Acc) {
         let cur = self.shared();
         if cur.is_none_or(|sh| (t as usize) >= sh.len()) {
             let old = self.shared.load(Acquire);
@@ -185,7 +186,7 @@ impl Cold {
             let addr = fresh.clocks.as_ptr() as u64;
             debug_assert_eq!(addr & SHARED_TAG, 0);
             self.shared.store(Box::into_raw(fresh), Release);
-            h.r.store(addr | SHARED_TAG, Release);
+            self.r.store(addr | SHARED_TAG, Release);
         }
         let sh = self.shared().expect("installed above");
         sh.clocks[1 + t as usize].store(c, Relaxed);
@@ -193,7 +194,7 @@ impl Cold {
     }
 }
 
-impl Drop for Cold {
+impl Drop for Cell {
     fn drop(&mut self) {
         let p = *self.shared.get_mut();
         if !p.is_null() {
@@ -203,9 +204,17 @@ impl Drop for Cold {
     }
 }
 
-/// The tag of `Hot::r` while the reads are shared (an epoch's packing never has it:
+/// The tag of `Cell::r` while the reads are shared (an epoch's packing never has it:
 /// thread ids stay below 2^31).
 const SHARED_TAG: u64 = 1 << 63;
+
+// The layout `InlineCheck::FastTrack` promises producers.
+const _: () = {
+    assert!(SHARED_TAG == FASTTRACK_SHARED_TAG);
+    assert!(std::mem::size_of::<Cell>() == FASTTRACK_CELL_BYTES as usize);
+    assert!(std::mem::offset_of!(Cell, w) == FASTTRACK_W_OFF as usize);
+    assert!(std::mem::offset_of!(Cell, r) == FASTTRACK_R_OFF as usize);
+};
 
 /// The FT2 rules, for statistics (how often each fired) and tests.
 #[derive(Copy, Clone, Debug)]
@@ -248,9 +257,8 @@ const RULE_NAMES: [&str; 8] = [
 ];
 
 pub struct FastTrack {
-    /// Per location, the hot and the cold half (same key).
-    hot: PageTable<Hot>,
-    cold: PageTable<Cold>,
+    /// Per location, its cell.
+    cells: PageTable<Cell>,
     shared: Arc<Shared>,
     /// Per-thread rule counts, keyed by `tid * 8` (no downcast of the pass's
     /// thread-local state on the hot path).
@@ -268,8 +276,7 @@ fn set_acc(v: &mut Vec<Option<Acc>>, a: Acc) {
 impl FastTrack {
     pub fn new(shared: &Arc<Shared>) -> Self {
         FastTrack {
-            hot: PageTable::default(),
-            cold: PageTable::default(),
+            cells: PageTable::default(),
             shared: shared.clone(),
             rules: PageTable::default(),
         }
@@ -288,11 +295,11 @@ impl FastTrack {
 
     /// FT2 `read(t,x)` past the unlocked same-epoch check; returns the rule that
     /// applied.
-    fn read(&self, t: &ThreadState, h: &Hot, c: &Cold, loc: Loc, cur: Acc) -> Rule {
+    fn read(&self, t: &ThreadState, c: &Cell, loc: Loc, cur: Acc) -> Rule {
         let e = t.epoch();
         let rep = &self.shared.reporter;
         let mut slow = c.slow.lock();
-        let (w, r) = (Epoch::unpack(h.w.load(Relaxed)), h.r.load(Relaxed));
+        let (w, r) = (Epoch::unpack(c.w.load(Relaxed)), c.r.load(Relaxed));
         // [FT read same epoch] (again: another thread may have changed R meanwhile)
         if r == Epoch::pack(e) {
             return Rule::ReadSameEpoch;
@@ -309,30 +316,30 @@ impl FastTrack {
         }
         if c.shared().is_some() {
             // [FT read shared]
-            c.set_shared(h, t.tid, e.clock, cur);
+            c.set_shared(t.tid, e.clock, cur);
             return Rule::ReadShared;
         }
         let r = Epoch::unpack(r);
         if r.tid == t.tid || r.leq(&t.vc) {
             // [FT read exclusive]
-            h.r.store(Epoch::pack(e), Relaxed);
+            c.r.store(Epoch::pack(e), Relaxed);
             slow.r_site = Site::of(&cur);
             Rule::ReadExclusive
         } else {
             // [FT read share]
-            c.set_shared(h, r.tid, r.clock, slow.r_site.acc(r, Op::Read));
-            c.set_shared(h, t.tid, e.clock, cur);
+            c.set_shared(r.tid, r.clock, slow.r_site.acc(r, Op::Read));
+            c.set_shared(t.tid, e.clock, cur);
             Rule::ReadShare
         }
     }
 
     /// FT2 `write(t,x)` past the unlocked same-epoch check; returns the rule that
     /// applied.
-    fn write(&self, t: &ThreadState, h: &Hot, c: &Cold, loc: Loc, cur: Acc) -> Rule {
+    fn write(&self, t: &ThreadState, c: &Cell, loc: Loc, cur: Acc) -> Rule {
         let e = t.epoch();
         let rep = &self.shared.reporter;
         let mut slow = c.slow.lock();
-        let (w, r) = (Epoch::unpack(h.w.load(Relaxed)), h.r.load(Relaxed));
+        let (w, r) = (Epoch::unpack(c.w.load(Relaxed)), c.r.load(Relaxed));
         // [FT write same epoch]
         if w == e {
             return Rule::WriteSameEpoch;
@@ -362,7 +369,7 @@ impl FastTrack {
             }
         }
         // [FT write exclusive / write shared]: FT2 keeps a shared read state.
-        h.w.store(Epoch::pack(e), Relaxed);
+        c.w.store(Epoch::pack(e), Relaxed);
         slow.w_site = Site::of(&cur);
         match c.shared() {
             None => Rule::WriteExclusive,
@@ -374,7 +381,7 @@ impl FastTrack {
     /// (statistics).
     fn census(&self) -> (usize, usize) {
         let (mut n, mut shared) = (0, 0);
-        self.hot.for_each_cell(|c| {
+        self.cells.for_each_cell(|c| {
             if c.w.load(Relaxed) != 0 || c.r.load(Relaxed) != 0 {
                 n += 1;
                 shared += usize::from(c.r.load(Relaxed) & SHARED_TAG != 0);
@@ -397,7 +404,7 @@ impl Pass for FastTrack {
         let rule = match ev.kind {
             EventKind::Read { loc } => {
                 let key = loc.key();
-                let h = self.hot.get(key);
+                let h = self.cells.get(key);
                 let e = t.epoch();
                 let r = h.r.load(Acquire);
                 if r == Epoch::pack(e) {
@@ -406,23 +413,48 @@ impl Pass for FastTrack {
                     Rule::ReadSharedSameEpoch
                 } else {
                     let cur = Acc::of(t, ev, Op::Read);
-                    self.read(t, h, self.cold.get(key), loc, cur)
+                    self.read(t, h, loc, cur)
                 }
             }
             EventKind::Write { loc, .. } => {
                 let key = loc.key();
-                let h = self.hot.get(key);
+                let h = self.cells.get(key);
                 if h.w.load(Relaxed) == Epoch::pack(t.epoch()) {
                     Rule::WriteSameEpoch
                 } else {
                     let cur = Acc::of(t, ev, Op::Write);
-                    self.write(t, h, self.cold.get(key), loc, cur)
+                    self.write(t, h, loc, cur)
                 }
             }
             _ => return Flow::Forward,
         };
         self.rules.get(u64::from(t.tid) << 3).bump(rule);
         Flow::Forward
+    }
+    fn inline_check(&self) -> Option<InlineCheck> {
+        Some(InlineCheck::FastTrack {
+            top: self.cells.top_addr(),
+        })
+    }
+    fn inline_checked(&self, t: &ThreadState, _local: &mut Local, checks: &[InlineChecks]) {
+        let c = self.rules.get(u64::from(t.tid) << 3);
+        for (rule, n) in [
+            (
+                Rule::ReadSameEpoch,
+                checks.iter().map(|c| c.reads_same).sum(),
+            ),
+            (
+                Rule::ReadSharedSameEpoch,
+                checks.iter().map(|c| c.reads_shared_same).sum(),
+            ),
+            (
+                Rule::WriteSameEpoch,
+                checks.iter().map(|c| c.writes_same).sum::<u64>(),
+            ),
+        ] {
+            let a = &c.0[rule as usize];
+            a.store(a.load(Relaxed) + n, Relaxed);
+        }
     }
     fn stats(&self) -> Option<serde_json::Value> {
         let (locations, shared) = self.census();
@@ -459,15 +491,16 @@ mod tests {
 
     #[test]
     fn shared_read_clocks_grow_and_stay_readable_through_the_hot_half() {
-        let (h, c) = (Hot::default(), Cold::default());
-        c.set_shared(&h, 1, 4, acc(1));
+        let c = Cell::default();
+        let h = &c;
+        c.set_shared(1, 4, acc(1));
         let r1 = h.r.load(Relaxed);
         assert_ne!(r1 & SHARED_TAG, 0);
         assert_eq!(shared_clock(r1, 1), 4);
         assert_eq!(shared_clock(r1, 0), 0);
         assert_eq!(shared_clock(r1, 7), 0, "past the end");
         // Growing moves the clocks to a new array; the old one stays valid.
-        c.set_shared(&h, 9, 2, acc(9));
+        c.set_shared(9, 2, acc(9));
         let r2 = h.r.load(Relaxed);
         assert_ne!(r1, r2);
         assert_eq!(shared_clock(r2, 1), 4);

@@ -31,11 +31,12 @@ use crate::thread::ThreadState;
 /// Cells per leaf (words of address space).
 pub const LEAF_BITS: u32 = 12;
 pub const LEAF: usize = 1 << LEAF_BITS;
-const MID_BITS: u32 = 16;
+pub const MID_BITS: u32 = 16;
 const TOP_BITS: u32 = 16;
-/// Keys below this are direct-mapped: `(LEAF_BITS + MID_BITS + TOP_BITS)` word-index
-/// bits, plus 3 bits of byte offset.
-const DIRECT_LIMIT: u64 = 1 << (LEAF_BITS + MID_BITS + TOP_BITS + 3);
+/// Keys below `2^DIRECT_BITS` are direct-mapped: `(LEAF_BITS + MID_BITS + TOP_BITS)`
+/// word-index bits, plus 3 bits of byte offset.
+pub const DIRECT_BITS: u32 = LEAF_BITS + MID_BITS + TOP_BITS + 3;
+const DIRECT_LIMIT: u64 = 1 << DIRECT_BITS;
 
 type Leaf<C> = AtomicPtr<C>;
 
@@ -123,6 +124,14 @@ impl<C: Default> PageTable<C> {
         // SAFETY: the box is never removed or replaced before `self` is dropped, and
         // its contents do not move when the map grows.
         unsafe { &*cell }
+    }
+
+    /// The address of the top level: `2^TOP_BITS` pointers to middle tables of
+    /// `2^MID_BITS` pointers to leaves of [`LEAF`] cells (null until installed), as
+    /// `get` walks them; stable for the table's lifetime (see
+    /// `crate::pass::InlineCheck`).
+    pub fn top_addr(&self) -> u64 {
+        self.top.as_ptr() as u64
     }
 
     /// Visit every cell of every allocated leaf, and the overflow cells.

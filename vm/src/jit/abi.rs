@@ -19,7 +19,7 @@ use std::mem::offset_of;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use analyses::pass::InlineDrops;
+use analyses::pass::{InlineChecks, InlineDrops};
 use analyses::{Loc, ObjId};
 use lang::ir::{FuncId, SiteId};
 
@@ -52,6 +52,10 @@ pub struct JitThread {
     /// two words per entry of `JitCode::inline_sites`, the count and the last object
     /// accessed (`inline_buf`).
     pub inline_drops: *mut u64,
+    /// The thread's packed FastTrack epoch, kept current by the chain
+    /// (`analyses::thread::ThreadCx::epoch_word`), for the inline same-epoch check
+    /// (`JitOptions::inline_check`); null without a chain.
+    pub epoch: *const u64,
     // ---- Rust-only fields (never touched by generated code) ----
     pub rt: Arc<Runtime>,
     pub code: Arc<JitCode>,
@@ -71,11 +75,18 @@ pub const OFF_FRAMES: i32 = offset_of!(JitThread, frames) as i32;
 pub const OFF_ABORT: i32 = offset_of!(JitThread, abort) as i32;
 pub const OFF_TID: i32 = offset_of!(JitThread, tid) as i32;
 pub const OFF_INLINE_DROPS: i32 = offset_of!(JitThread, inline_drops) as i32;
+pub const OFF_EPOCH: i32 = offset_of!(JitThread, epoch) as i32;
 
-/// Words per entry of [`JitThread::inline_drops`] and the offset of each part.
-pub const INLINE_WORDS: usize = 2;
+/// Words per entry of [`JitThread::inline_drops`] and the offset of each part: the
+/// accesses the header filter dropped, the last object accessed inline, and the
+/// accesses the inline same-epoch check decided (a read site counts read-same-epoch
+/// in `INLINE_FAST` and read-shared-same-epoch in `INLINE_FAST_SHARED`; a write site
+/// write-same-epoch in `INLINE_FAST`).
+pub const INLINE_WORDS: usize = 4;
 pub const INLINE_COUNT: usize = 0;
 pub const INLINE_OBJ: usize = 1;
+pub const INLINE_FAST: usize = 2;
+pub const INLINE_FAST_SHARED: usize = 3;
 
 /// A shadow-stack entry.
 #[inline]
@@ -99,6 +110,7 @@ impl JitThread {
             abort: &code.abort as *const AtomicBool,
             tid: tid as u64,
             inline_drops: inline_buf.as_mut_ptr(),
+            epoch: hook.epoch_word_ptr(),
             seeded: rt.seeded,
             rt,
             code,
@@ -132,6 +144,38 @@ impl JitThread {
                 d.writes += n;
             } else {
                 d.reads += n;
+            }
+        }
+        by_site.into_values().collect()
+    }
+
+    /// The accesses this thread's code decided with the inline same-epoch check so
+    /// far, per site (sorted), with the last object each site accessed; the counters
+    /// are reset.
+    pub fn take_inline_checks(&mut self) -> Vec<InlineChecks> {
+        let mut by_site: BTreeMap<u32, InlineChecks> = BTreeMap::new();
+        for (i, s) in self.code.inline_sites.iter().enumerate() {
+            let w = &mut self.inline_buf[i * INLINE_WORDS..(i + 1) * INLINE_WORDS];
+            let fast = std::mem::take(&mut w[INLINE_FAST]);
+            let shared = std::mem::take(&mut w[INLINE_FAST_SHARED]);
+            if fast + shared == 0 {
+                continue;
+            }
+            let c = by_site.entry(s.site.0).or_insert(InlineChecks {
+                site: analyses::SiteId(s.site.0),
+                rep: Loc {
+                    obj: ObjId(w[INLINE_OBJ]),
+                    slot: s.slot,
+                },
+                reads_same: 0,
+                reads_shared_same: 0,
+                writes_same: 0,
+            });
+            if s.is_write {
+                c.writes_same += fast;
+            } else {
+                c.reads_same += fast;
+                c.reads_shared_same += shared;
             }
         }
         by_site.into_values().collect()

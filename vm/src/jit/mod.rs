@@ -58,6 +58,25 @@ pub struct JitOptions {
     pub count_steps: bool,
     /// An inline filter for access hooks, requested by the chain's first pass.
     pub inline_filter: Option<HeaderFilter>,
+    /// An inline same-epoch check for access hooks, offered by the chain's detector.
+    pub inline_check: Option<InlineDetector>,
+}
+
+/// The detector's same-epoch test performed by generated code before an access hook
+/// (`analyses::pass::InlineCheck`, `analyses::Chain::inline_check`): a hit skips
+/// the call and adds one to the site's counter of the rule that decided it
+/// ([`abi::JitThread::inline_drops`], parts `INLINE_FAST` and `INLINE_FAST_SHARED`);
+/// the counts reach the chain (`Chain::add_inline_checks`) just before the thread's
+/// `ThreadEnd`, so the per-pass counters and the detector's rule counts are those of
+/// a run without it. Only on x86-64, where generated code's plain loads of the
+/// shadow cells have the acquire ordering the unlocked check needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineDetector {
+    /// `InlineCheck::FastTrack::top`: the hot shadow table's top level.
+    pub top: u64,
+    /// The check sits behind the first pass's header filter: only accesses the
+    /// filter lets through, and no reference writes, are checked inline.
+    pub behind_filter: bool,
 }
 
 /// A test on an object's header word that decides, without a call, that the first
@@ -121,6 +140,24 @@ impl JitOptions {
                     ..f
                 })
             }),
+            inline_check: rt
+                .bridge
+                .as_ref()
+                .filter(|b| cfg!(target_arch = "x86_64") && b.plain_accesses)
+                .and_then(|b| {
+                    let (check, behind_filter) = b.chain.inline_check()?;
+                    let analyses::pass::InlineCheck::FastTrack { top } = check;
+                    Some(InlineDetector { top, behind_filter })
+                }),
+        }
+    }
+
+    /// Without the header filter there is no inline check behind it.
+    pub fn without_inline_filter(self) -> JitOptions {
+        JitOptions {
+            inline_filter: None,
+            inline_check: self.inline_check.filter(|c| !c.behind_filter),
+            ..self
         }
     }
 }
@@ -153,6 +190,9 @@ pub struct JitCode {
     pub inline_sites: Vec<InlineSite>,
     /// Accesses dropped inline by all threads that have ended (diagnostics, tests).
     pub inline_dropped: AtomicU64,
+    /// Accesses decided by the inline same-epoch check in all threads that have
+    /// ended (diagnostics, tests).
+    pub inline_checked: AtomicU64,
     /// Set when the program stops (any thread failed); polled at back-edges.
     pub abort: AtomicBool,
     pub options: JitOptions,
@@ -295,6 +335,7 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         new_arrays: tables.new_arrays,
         inline_sites: tables.inline_sites,
         inline_dropped: AtomicU64::new(0),
+        inline_checked: AtomicU64::new(0),
         abort: AtomicBool::new(false),
         options,
     })
@@ -335,7 +376,18 @@ fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
     // holds one slot per parameter of `func` (checked by the front end).
     let f: extern "C" fn(*mut JitThread, *const u64) = unsafe { std::mem::transmute(entry) };
     f(t as *mut JitThread, args.as_ptr());
-    if t.failed == 0 && t.hook.is_on() {
+    if !t.hook.is_on() {
+        return;
+    }
+    // The accesses decided inline by the same-epoch check, accounted even when the
+    // thread failed: the detector counts its rules as it sees accesses (the
+    // interpreter's failed thread counted these too), while the per-pass counters
+    // only reach the chain at `ThreadEnd`, as in the interpreter.
+    let checks = t.take_inline_checks();
+    let n: u64 = checks.iter().map(|c| c.reads() + c.writes_same).sum();
+    t.code.inline_checked.fetch_add(n, Ordering::Relaxed);
+    t.hook.add_inline_checks(&checks);
+    if t.failed == 0 {
         // The accesses dropped inline, accounted before `ThreadEnd` merges the counts.
         let drops = t.take_inline_drops();
         let n: u64 = drops.iter().map(|d| d.reads + d.writes).sum();

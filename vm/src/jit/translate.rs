@@ -27,12 +27,13 @@ use crate::interp::block_site;
 use crate::layout;
 
 use super::abi::{
-    INLINE_COUNT, INLINE_OBJ, INLINE_WORDS, OFF_ABORT, OFF_DEPTH, OFF_FAILED, OFF_FRAMES,
-    OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_STEPS, OFF_TID, pack_frame,
+    INLINE_COUNT, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_WORDS, OFF_ABORT, OFF_DEPTH,
+    OFF_EPOCH, OFF_FAILED, OFF_FRAMES, OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_STEPS,
+    OFF_TID, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
-use super::{InlineSite, JitOptions};
+use super::{InlineDetector, InlineSite, JitOptions};
 
 /// `Math.*` functions computed by the runtime (`runtime_fns::jit_math`), by index.
 pub const MATH_FNS: [MathFn; 13] = [
@@ -433,12 +434,21 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().stack_addr(I64, ss, 0)
     }
 
-    /// An access hook: with an inline filter (`JitOptions::inline_filter`), skip the
-    /// call when the object's header has none of the filter's bits, and count the
-    /// skipped access in the thread's entry for this site (`JitThread::inline_drops`:
-    /// one add and the object's address, no call). `write` is the type of the written
-    /// value (None: a read; Some(None): unknown, treated as a reference);
-    /// `filterable` is false for statics; `slot` names a field (0 for elements).
+    /// An access hook with the chain's inline decisions in front of the call:
+    /// - with an inline filter (`JitOptions::inline_filter`), skip the call when the
+    ///   object's header has none of the filter's bits, and count the skipped access
+    ///   in the thread's entry for this site (`JitThread::inline_drops`: one add and
+    ///   the object's address, no call);
+    /// - with an inline same-epoch check (`JitOptions::inline_check`; behind a
+    ///   filter only for the accesses its test lets through that are not reference
+    ///   writes), skip the call when the detector's hot shadow cell says this
+    ///   thread's own access in its current epoch is the latest, and count the access
+    ///   by rule in the same entry ([`Translator::same_epoch_check`]).
+    ///
+    /// `write` is the type of the written value (None: a read; Some(None): unknown,
+    /// treated as a reference); `filterable` is false for statics; `slot` names a
+    /// field (0 for elements); `args[1]` is the location's slot (field index, static
+    /// index or element index), so its shadow key is `obj + 8 * args[1]`.
     #[allow(clippy::too_many_arguments)]
     fn access_hook(
         &mut self,
@@ -458,38 +468,168 @@ impl<'a, 'b> Translator<'a, 'b> {
             }),
             _ => None,
         };
-        let Some(mask) = mask else {
+        let ref_write = match write {
+            None => false,
+            Some(None) => true,
+            Some(Some(t)) => t.is_ref(),
+        };
+        let check = self
+            .opts()
+            .inline_check
+            .filter(|c| !c.behind_filter || (mask.is_some() && !ref_write));
+        if mask.is_none() && check.is_none() {
             self.call_rt(rt, args);
             return;
-        };
+        }
         let entry = self.tables.inline_sites.len();
         self.tables.inline_sites.push(InlineSite {
             site,
             is_write: write.is_some(),
             slot,
         });
-        let h = self
-            .b
-            .ins()
-            .load(I64, heap_mem(), obj, (layout::HEADER * layout::WORD) as i32);
-        let bits = self.b.ins().band_imm_s(h, mask as i64);
         let call = self.b.create_block();
-        let skip = self.b.create_block();
         let cont = self.b.create_block();
-        self.b.ins().brif(bits, call, &[], skip, &[]);
-        self.b.switch_to_block(skip);
-        let m = MemFlagsData::trusted();
-        let base = self.b.ins().load(I64, m, self.ctx, OFF_INLINE_DROPS);
-        let off = |part: usize| ((entry * INLINE_WORDS + part) * layout::WORD) as i32;
-        let n = self.b.ins().load(I64, m, base, off(INLINE_COUNT));
-        let n1 = self.b.ins().iadd_imm_s(n, 1);
-        self.b.ins().store(m, n1, base, off(INLINE_COUNT));
-        self.b.ins().store(m, obj, base, off(INLINE_OBJ));
-        self.b.ins().jump(cont, &[]);
+        if let Some(mask) = mask {
+            let h = self
+                .b
+                .ins()
+                .load(I64, heap_mem(), obj, (layout::HEADER * layout::WORD) as i32);
+            let bits = self.b.ins().band_imm_s(h, mask as i64);
+            let pass = match check {
+                Some(_) => self.b.create_block(),
+                None => call,
+            };
+            let skip = self.b.create_block();
+            self.b.ins().brif(bits, pass, &[], skip, &[]);
+            self.b.switch_to_block(skip);
+            self.count_inline(entry, INLINE_COUNT, obj);
+            self.b.ins().jump(cont, &[]);
+            if check.is_some() {
+                self.b.switch_to_block(pass);
+            }
+        }
+        if let Some(c) = check {
+            self.same_epoch_check(c, obj, args[1], write.is_some(), entry, call, cont);
+        }
         self.b.switch_to_block(call);
         self.call_rt(rt, args);
         self.b.ins().jump(cont, &[]);
         self.b.switch_to_block(cont);
+    }
+
+    /// Add one to part `part` of the thread's inline counters for `entry`, and
+    /// remember `obj` as the site's last object.
+    fn count_inline(&mut self, entry: usize, part: usize, obj: Value) {
+        let m = MemFlagsData::trusted();
+        let base = self.b.ins().load(I64, m, self.ctx, OFF_INLINE_DROPS);
+        let off = |part: usize| ((entry * INLINE_WORDS + part) * layout::WORD) as i32;
+        let n = self.b.ins().load(I64, m, base, off(part));
+        let n1 = self.b.ins().iadd_imm_s(n, 1);
+        self.b.ins().store(m, n1, base, off(part));
+        self.b.ins().store(m, obj, base, off(INLINE_OBJ));
+    }
+
+    /// FastTrack's same-epoch rules decided from the hot shadow cell of the location
+    /// `obj + 8 * index`, laid out as `analyses::pass::InlineCheck::FastTrack`
+    /// documents: on a hit, count the access (`INLINE_FAST`, or `INLINE_FAST_SHARED`
+    /// for a read decided on the shared read clock) and jump to `cont`; on a miss (or
+    /// a key or table level the walk cannot use) jump to `call`, which delivers the
+    /// access so the pass decides it under the location's lock.
+    ///
+    /// The loads are unlocked, as in the pass's own fast path: only this thread
+    /// stores an epoch of this thread, so reading its current epoch in the cell
+    /// means its own access in this epoch is the latest. They are plain loads
+    /// (acquire on x86-64, the only target that enables the check). Every path from
+    /// one check to the next passes through a counter store or a call, so Cranelift
+    /// never reuses an earlier load of a cell.
+    #[allow(clippy::too_many_arguments)]
+    fn same_epoch_check(
+        &mut self,
+        c: InlineDetector,
+        obj: Value,
+        index: Value,
+        is_write: bool,
+        entry: usize,
+        call: ir::Block,
+        cont: ir::Block,
+    ) {
+        use analyses::pass::{
+            FASTTRACK_CELL_BYTES as CELL, FASTTRACK_DIRECT_BITS as DIRECT,
+            FASTTRACK_LEAF_BITS as LEAF, FASTTRACK_MID_BITS as MID, FASTTRACK_R_OFF,
+            FASTTRACK_SHARED_TAG as TAG, FASTTRACK_W_OFF,
+        };
+        let m = MemFlagsData::trusted();
+        self.b.set_cold_block(call);
+        let off = self.b.ins().ishl_imm_u(index, 3);
+        let key = self.b.ins().iadd(obj, off);
+        // Not 8-aligned or past the direct range: the table's overflow map.
+        let bad = self
+            .b
+            .ins()
+            .band_imm_s(key, (!((1u64 << DIRECT) - 1) | 7) as i64);
+        let walk = self.b.create_block();
+        self.b.ins().brif(bad, call, &[], walk, &[]);
+        self.b.switch_to_block(walk);
+        let w = self.b.ins().ushr_imm_u(key, 3);
+        let ti = self.b.ins().ushr_imm_u(w, (LEAF + MID) as i64);
+        let toff = self.b.ins().ishl_imm_u(ti, 3);
+        let top = self.iconst(c.top as i64);
+        let tp = self.b.ins().iadd(top, toff);
+        let mid = self.b.ins().load(I64, m, tp, 0);
+        let has_mid = self.b.create_block();
+        self.b.ins().brif(mid, has_mid, &[], call, &[]);
+        self.b.switch_to_block(has_mid);
+        let mi = self.b.ins().ushr_imm_u(w, LEAF as i64);
+        let mi = self.b.ins().band_imm_s(mi, ((1u64 << MID) - 1) as i64);
+        let moff = self.b.ins().ishl_imm_u(mi, 3);
+        let mp = self.b.ins().iadd(mid, moff);
+        let leaf = self.b.ins().load(I64, m, mp, 0);
+        let has_leaf = self.b.create_block();
+        self.b.ins().brif(leaf, has_leaf, &[], call, &[]);
+        self.b.switch_to_block(has_leaf);
+        let li = self.b.ins().band_imm_s(w, ((1u64 << LEAF) - 1) as i64);
+        let loff = self.b.ins().imul_imm_s(li, CELL as i64);
+        let cell = self.b.ins().iadd(leaf, loff);
+        let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
+        let e = self.b.ins().load(I64, m, ep, 0);
+        let hit = self.b.create_block();
+        if is_write {
+            let wv = self.b.ins().load(I64, m, cell, FASTTRACK_W_OFF);
+            let same = self.b.ins().icmp(IntCC::Equal, wv, e);
+            self.b.ins().brif(same, hit, &[], call, &[]);
+        } else {
+            let rv = self.b.ins().load(I64, m, cell, FASTTRACK_R_OFF);
+            let same = self.b.ins().icmp(IntCC::Equal, rv, e);
+            let not_same = self.b.create_block();
+            self.b.ins().brif(same, hit, &[], not_same, &[]);
+            // [FT read shared same epoch]: R[t] == C_t(t) on the shared read clock
+            // `[n, R[0], …, R[n-1]]` (u32 each) the tagged word points to.
+            self.b.switch_to_block(not_same);
+            let tagged = self.b.ins().band_imm_s(rv, TAG as i64);
+            let shared = self.b.create_block();
+            self.b.ins().brif(tagged, shared, &[], call, &[]);
+            self.b.switch_to_block(shared);
+            let p = self.b.ins().band_imm_s(rv, !TAG as i64);
+            let n = self.b.ins().uload32(m, p, 0);
+            let tid = self.b.ins().ushr_imm_u(e, 32);
+            let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, tid, n);
+            let has_entry = self.b.create_block();
+            self.b.ins().brif(inside, has_entry, &[], call, &[]);
+            self.b.switch_to_block(has_entry);
+            let toff = self.b.ins().ishl_imm_u(tid, 2);
+            let q = self.b.ins().iadd(p, toff);
+            let r_t = self.b.ins().uload32(m, q, 4);
+            let clock = self.b.ins().band_imm_s(e, u32::MAX as i64);
+            let same = self.b.ins().icmp(IntCC::Equal, r_t, clock);
+            let hit_shared = self.b.create_block();
+            self.b.ins().brif(same, hit_shared, &[], call, &[]);
+            self.b.switch_to_block(hit_shared);
+            self.count_inline(entry, INLINE_FAST_SHARED, obj);
+            self.b.ins().jump(cont, &[]);
+        }
+        self.b.switch_to_block(hit);
+        self.count_inline(entry, INLINE_FAST, obj);
+        self.b.ins().jump(cont, &[]);
     }
 
     // ------------------------------------------------------- method prologue

@@ -124,31 +124,41 @@ pub fn filters_trace_precise(src: &str, seed: u64) -> Result<(), String> {
 
 /// Property 5: interpreter and JIT under `seeded:seed` give the same stdout, exit
 /// status, runtime error and event sequence (objects by their deterministic labels),
-/// and under [`INLINE_CHAIN`] the same report (warnings and statistics).
+/// and under each of [`INLINE_CHAINS`] the same report (warnings and statistics),
+/// the JIT with its inline same-epoch check on and off.
 pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
     let program = compile(src)?;
     let a = run_recorded(&program, Tier::Interp, seed, &[])?;
     let b = run_recorded(&program, Tier::Jit, seed, &[])?;
     let mut d = tier_diff(&a.out, &b.out, &a.log.lines, &b.log.lines);
-    // The JIT's inline escape test (escape first in the chain): the full report,
-    // warnings and every pass's statistics, equals the interpreter's.
-    let filtered = |tier| {
-        let cfg = RunConfig {
-            tier,
-            sched: SchedKind::Seeded(seed),
-            max_steps: MAX_STEPS,
-            tools: Some(INLINE_CHAIN.to_string()),
-            capture_stdout: true,
-            ..RunConfig::default()
+    // The JIT's inline escape test (escape first in the chain) and inline
+    // same-epoch check (fasttrack alone or behind escape): the full report, warnings
+    // and every pass's statistics, equals the interpreter's.
+    for chain in INLINE_CHAINS {
+        let filtered = |tier, inline_detector| {
+            let cfg = RunConfig {
+                tier,
+                sched: SchedKind::Seeded(seed),
+                max_steps: MAX_STEPS,
+                tools: Some(chain.to_string()),
+                capture_stdout: true,
+                inline_detector,
+                ..RunConfig::default()
+            };
+            run_program(program.clone(), &cfg).map_err(|e| e.0)
         };
-        run_program(program.clone(), &cfg).map_err(|e| e.0)
-    };
-    let (fa, fb) = (filtered(Tier::Interp)?, filtered(Tier::Jit)?);
-    if fa.report != fb.report {
-        d.push(format!(
-            "{INLINE_CHAIN} report\n--- interp\n{}\n--- jit\n{}",
-            fa.report, fb.report
-        ));
+        let fa = filtered(Tier::Interp, true)?;
+        for inline_detector in [true, false] {
+            let fb = filtered(Tier::Jit, inline_detector)?;
+            if fa.report != fb.report || fa.stdout != fb.stdout {
+                d.push(format!(
+                    "{chain} report (inline same-epoch check {})\n--- interp\n{}\n--- jit\n{}",
+                    if inline_detector { "on" } else { "off" },
+                    fa.report,
+                    fb.report
+                ));
+            }
+        }
     }
     if d.is_empty() {
         Ok(())
@@ -195,6 +205,7 @@ pub fn tier_diff(a: &RunOutcome, b: &RunOutcome, ea: &[String], eb: &[String]) -
     d
 }
 
-/// The chain under which `interp_vs_jit` also compares reports: `escape` first, so
-/// the JIT tests its header bits inline.
-const INLINE_CHAIN: &str = "escape:capsule:fasttrack";
+/// The chains under which `interp_vs_jit` also compares reports: `escape` first, so
+/// the JIT tests its header bits inline, and `fasttrack` alone or behind `escape`, so
+/// it decides FastTrack's same-epoch accesses inline.
+const INLINE_CHAINS: [&str; 3] = ["escape:capsule:fasttrack", "fasttrack", "escape:fasttrack"];

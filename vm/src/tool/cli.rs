@@ -136,6 +136,10 @@ struct RunArgs {
     /// (measurement only).
     #[arg(long, hide = true)]
     no_inline_filter: bool,
+    /// JIT: deliver every access that reaches the detector instead of deciding
+    /// FastTrack's same-epoch cases inline (measurement and tests only).
+    #[arg(long, hide = true)]
+    no_inline_detector: bool,
 }
 
 #[derive(Args, Debug)]
@@ -309,6 +313,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         max_heap: a.max_heap.unwrap_or(DEFAULT_MAX_HEAP),
         capture_stdout: false,
         inline_filter: !a.no_inline_filter,
+        inline_detector: !a.no_inline_detector,
     };
     let out = match run_program(Arc::new(program), &cfg) {
         Ok(o) => o,

@@ -85,7 +85,7 @@ use parking_lot::Mutex;
 use crate::env::HeapView;
 use crate::event::{Event, EventKind, Loc, ObjId, Op};
 use crate::filterstats::{AccessClass, LocKind, Owner, SiteRecord, SiteTable};
-use crate::pass::{Flow, InlineDrops, InlineFilter, Local, Pass};
+use crate::pass::{Flow, InlineChecks, InlineDrops, InlineFilter, Local, Pass};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
 
@@ -227,6 +227,26 @@ impl Pass for Escape {
     /// other effect is the `Local` site record that [`Pass::inline_dropped`] repeats.
     fn inline_filter(&self) -> Option<InlineFilter> {
         self.shared.env.heap().map(|_| InlineFilter::NotShared)
+    }
+
+    /// An access to an escaped object other than a reference write is forwarded
+    /// after recording its site as shared (Fig. 4.4, `p ∈ G`), nothing else.
+    fn forwards_inline(&self) -> bool {
+        true
+    }
+
+    fn inline_forwarded(&self, t: &ThreadState, local: &mut Local, checks: &[InlineChecks]) {
+        let Some(heap) = self.shared.env.heap() else {
+            return;
+        };
+        let Some(l) = local_of(local) else {
+            return;
+        };
+        for c in checks {
+            l.sites
+                .get_or_insert_with(c.site, || SiteRecord::new(loc_kind(heap, c.rep), c.rep))
+                .record_shared(Owner::Thread(t.tid), c.reads(), c.writes_same);
+        }
     }
 
     fn inline_dropped(&self, _t: &ThreadState, local: &mut Local, drops: &[InlineDrops]) {
