@@ -3,23 +3,37 @@
 `capvm analyze T.std --tools fasttrack` (and `eraser`) against `capvm compress T.std`
 followed by `capvm analyze T.slp --tools hb` (and `eraser`), with the grammar sizes of
 capvm's compressor and of classic Sequitur over the same labels. Runs are interleaved
-and repeated; the table shows medians of wall time and peak RSS (GNU time).
+and repeated; the table shows medians of wall time and peak RSS (GNU time, one run).
 
     python3 benches/slp_table.py loop.std rand.std [--reps 5] [--capvm target/release/capvm]
 """
 import argparse, os, re, statistics, subprocess, sys, tempfile, time
 
 
+RSS = {}
+
+
 def timed(cmd):
-    """Wall seconds (process start to exit), peak RSS in MB, stderr."""
-    t0 = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "@@%e %M"] + cmd,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - t0
+    """Wall seconds (process start to exit, no wrapper process: its own start would be
+    counted in every wall time, which matters for runs of a few milliseconds), peak
+    RSS in MB (GNU `/usr/bin/time`, one more run per distinct command: a child forked
+    from Python would count the Python process's pages as its own), stderr."""
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, _ = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read().decode(errors="replace")
     if p.returncode not in (0, 66):
-        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
-    m = re.search(r"@@([0-9.]+) ([0-9]+)", p.stderr)
-    return wall, int(m.group(2)) / 1024, p.stderr
+        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{text}")
+    key = tuple(cmd)
+    if key not in RSS:
+        q = subprocess.run(["/usr/bin/time", "-f", "@@%M"] + cmd,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        RSS[key] = int(re.search(r"@@([0-9]+)", q.stderr).group(1)) / 1024
+    return wall, RSS[key], text
 
 
 def ratio(base, t):

@@ -9,7 +9,7 @@
 Runs `wc -l TRACE` and `capvm analyze --tools T --stats TRACE` for each T, `--reps`
 times each, interleaved, and prints a Markdown table: median wall time, median CPU
 time (user + system), events per second (of the wall time), peak RSS (GNU
-`/usr/bin/time`'s `%M`) and the wall-time ratios to `wc -l` and to `fasttrack` of the
+`/usr/bin/time`'s `%M`, one more run) and the wall-time ratios to `wc -l` and to `fasttrack` of the
 same run. A tool written `T@single` runs with `--single-thread`
 (reader and analysis on one thread), so both modes can be compared in one run.
 """
@@ -19,24 +19,33 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 
 def run(cmd):
-    """Wall seconds, CPU seconds, peak RSS in MB (GNU time), exit code, stderr."""
-    start = time.perf_counter()
-    p = subprocess.run(
-        ["/usr/bin/time", "-f", "maxrss %M %U %S", *cmd],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    wall = time.perf_counter() - start
-    lines = p.stderr.decode(errors="replace").splitlines()
-    if not lines or not lines[-1].startswith("maxrss "):
-        sys.exit(f"no figures from /usr/bin/time for {' '.join(cmd)}")
-    _, kb, user, system = lines[-1].split()
-    cpu = float(user) + float(system)
-    return wall, cpu, int(kb) / 1024, p.returncode, "\n".join(lines[:-1])
+    """Wall seconds, CPU seconds (the child's `rusage`), exit code, stderr. No wrapper
+    process: its own start would be counted in every wall time."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - start
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read().decode(errors="replace")
+    return wall, ru.ru_utime + ru.ru_stime, p.returncode, text
+
+
+def peak_rss(cmd):
+    """Peak RSS in MB of one more run, from GNU `/usr/bin/time` (a child forked from
+    Python would count the Python process's pages as its own)."""
+    p = subprocess.run(["/usr/bin/time", "-f", "maxrss %M", *cmd],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    last = p.stderr.decode(errors="replace").splitlines()[-1]
+    if not last.startswith("maxrss "):
+        sys.exit(f"no figure from /usr/bin/time for {' '.join(cmd)}")
+    return int(last.split()[1]) / 1024
 
 
 def main():
@@ -61,15 +70,16 @@ def main():
     events = None
     for _ in range(a.reps):
         for name, cmd in configs:
-            wall, cpu, mb, code, err = run(cmd)
+            wall, cpu, code, err = run(cmd)
             if code not in (0, 66):
                 sys.exit(f"{' '.join(cmd)} exited {code}:\n{err}")
             walls[name].append(wall)
             cpus[name].append(cpu)
-            rss[name] = max(rss[name], mb)
             for line in err.splitlines():
                 if line.startswith("throughput: "):
                     events = int(line.split()[1])
+    for name, cmd in configs:
+        rss[name] = peak_rss(cmd)
     if events is None:
         # A capvm without the throughput line: count the event lines.
         with open(a.trace, "rb") as f:
@@ -90,7 +100,7 @@ def main():
         print(
             f"| {label} | {m * 1000:.0f} ms | {statistics.median(cpus[name]) * 1000:.0f} ms "
             f"| {rate} | {rss[name]:.0f} MB | "
-            f"{m / med['wc -l']:.0f}× | {vs_ft} |"
+            f"{m / med['wc -l']:.1f}× | {vs_ft} |"
         )
 
 
