@@ -9,30 +9,21 @@ and repeated; the table shows medians of wall time and peak RSS (GNU time, one r
 """
 import argparse, os, re, statistics, subprocess, sys, tempfile, time
 
+from proctime import peak_rss, run
+
 
 RSS = {}
 
 
 def timed(cmd):
-    """Wall seconds (process start to exit, no wrapper process: its own start would be
-    counted in every wall time, which matters for runs of a few milliseconds), peak
-    RSS in MB (GNU `/usr/bin/time`, one more run per distinct command: a child forked
-    from Python would count the Python process's pages as its own), stderr."""
-    with tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, _ = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        text = err.read().decode(errors="replace")
-    if p.returncode not in (0, 66):
-        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{text}")
+    """Wall seconds, peak RSS in MB (one more run per distinct command), stderr
+    (`proctime`)."""
+    wall, _, code, text = run(cmd)
+    if code not in (0, 66):
+        sys.exit(f"failed ({code}): {' '.join(cmd)}\n{text}")
     key = tuple(cmd)
     if key not in RSS:
-        q = subprocess.run(["/usr/bin/time", "-f", "@@%M"] + cmd,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        RSS[key] = int(re.search(r"@@([0-9]+)", q.stderr).group(1)) / 1024
+        RSS[key] = peak_rss(cmd)
     return wall, RSS[key], text
 
 

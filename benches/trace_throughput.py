@@ -19,33 +19,9 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-
-def run(cmd):
-    """Wall seconds, CPU seconds (the child's `rusage`), exit code, stderr. No wrapper
-    process: its own start would be counted in every wall time."""
-    with tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - start
-        p.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        text = err.read().decode(errors="replace")
-    return wall, ru.ru_utime + ru.ru_stime, p.returncode, text
-
-
-def peak_rss(cmd):
-    """Peak RSS in MB of one more run, from GNU `/usr/bin/time` (a child forked from
-    Python would count the Python process's pages as its own)."""
-    p = subprocess.run(["/usr/bin/time", "-f", "maxrss %M", *cmd],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    last = p.stderr.decode(errors="replace").splitlines()[-1]
-    if not last.startswith("maxrss "):
-        sys.exit(f"no figure from /usr/bin/time for {' '.join(cmd)}")
-    return int(last.split()[1]) / 1024
+from proctime import peak_rss, run
 
 
 def main():

@@ -468,6 +468,26 @@ struct InlineRun {
     checked_inline: u64,
 }
 
+/// The interpreter's run `a` against a JIT run `b` (`what`): a failure text unless
+/// the error, output, warnings and statistics are the same.
+fn mismatch(name: &str, a: &RunOutcome, what: &str, b: &InlineRun) -> Option<String> {
+    let same = a.error_text == b.error
+        && a.stdout == b.stdout
+        && a.warnings_text == b.warnings
+        && a.report["stats"] == b.stats;
+    (!same).then(|| {
+        format!(
+            "{name}\n--- interp\n{:?}\n{}\n{}\n--- {what}\n{:?}\n{}\n{}",
+            a.error_text,
+            a.warnings_text.join("\n"),
+            a.report["stats"],
+            b.error,
+            b.warnings.join("\n"),
+            b.stats
+        )
+    })
+}
+
 fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
     run_jit_parts_with(prog, tools, seed, true)
 }
@@ -605,22 +625,11 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
                 let off = run_jit_parts_with(&prog, tools, seed, false);
                 assert_eq!(off.checked_inline, 0, "the check is off");
                 let name = format!("{} {tools} seeded:{seed}", p.display());
-                for (what, b) in [("inline check on", &on), ("inline check off", &off)] {
-                    if a.error_text != b.error
-                        || a.stdout != b.stdout
-                        || a.warnings_text != b.warnings
-                        || a.report["stats"] != b.stats
-                    {
-                        failures.push(format!(
-                            "{name}\n--- interp\n{:?}\n{}\n{}\n--- jit, {what}\n{:?}\n{}\n{}",
-                            a.error_text,
-                            a.warnings_text.join("\n"),
-                            a.report["stats"],
-                            b.error,
-                            b.warnings.join("\n"),
-                            b.stats
-                        ));
-                    }
+                for (what, b) in [
+                    ("jit, inline check on", &on),
+                    ("jit, inline check off", &off),
+                ] {
+                    failures.extend(mismatch(&name, &a, what, b));
                 }
                 checked_inline += on.checked_inline;
             }
@@ -657,21 +666,7 @@ fn inline_escape_filter_keeps_every_warning_and_statistic() {
                 let a = run_program(prog.clone(), &cfg).expect("run");
                 let b = run_jit_parts(&prog, tools, seed);
                 let name = format!("{} {tools} seeded:{seed}", p.display());
-                if a.error_text != b.error
-                    || a.stdout != b.stdout
-                    || a.warnings_text != b.warnings
-                    || a.report["stats"] != b.stats
-                {
-                    failures.push(format!(
-                        "{name}\n--- interp\n{:?}\n{}\n{}\n--- jit+inline escape\n{:?}\n{}\n{}",
-                        a.error_text,
-                        a.warnings_text.join("\n"),
-                        a.report["stats"],
-                        b.error,
-                        b.warnings.join("\n"),
-                        b.stats
-                    ));
-                }
+                failures.extend(mismatch(&name, &a, "jit+inline escape", &b));
                 dropped_inline += b.dropped_inline;
             }
         }

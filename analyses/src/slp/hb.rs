@@ -326,17 +326,7 @@ struct EngineVar {
 
 /// The entities of a frozen set.
 fn set_iter(words: &[u64]) -> impl Iterator<Item = u32> + '_ {
-    words.iter().enumerate().flat_map(|(w, &x)| {
-        let mut x = x;
-        std::iter::from_fn(move || {
-            if x == 0 {
-                return None;
-            }
-            let b = x.trailing_zeros();
-            x &= x - 1;
-            Some(w as u32 * 64 + b)
-        })
-    })
+    super::summary::set_bits(words.iter().copied())
 }
 
 fn sets_intersect(a: &[u64], b: &[u64]) -> bool {

@@ -12,6 +12,20 @@ use crate::event::{Loc, ObjId, OwnedKind, Tid};
 
 use super::{Grammar, Label};
 
+/// The entities of a set given as its 64-bit words, lowest word first.
+pub(super) fn set_bits(words: impl Iterator<Item = u64>) -> impl Iterator<Item = u32> {
+    words.enumerate().flat_map(|(w, mut x)| {
+        std::iter::from_fn(move || {
+            if x == 0 {
+                return None;
+            }
+            let b = x.trailing_zeros();
+            x &= x - 1;
+            Some(w as u32 * 64 + b)
+        })
+    })
+}
+
 /// A bit set over entity numbers.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Set {
@@ -58,19 +72,7 @@ impl Set {
         self.w0 == 0 && self.rest.iter().all(|&x| x == 0)
     }
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        std::iter::once(self.w0)
-            .chain(self.rest.iter().copied())
-            .enumerate()
-            .flat_map(|(w, mut x)| {
-                std::iter::from_fn(move || {
-                    if x == 0 {
-                        return None;
-                    }
-                    let b = x.trailing_zeros();
-                    x &= x - 1;
-                    Some(w as u32 * 64 + b)
-                })
-            })
+        set_bits(std::iter::once(self.w0).chain(self.rest.iter().copied()))
     }
 }
 

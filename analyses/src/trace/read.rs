@@ -134,6 +134,30 @@ impl<R: Read> Lines<R> {
         self.bytes - self.filled as u64
     }
 
+    /// Move the unread bytes to the front of the buffer.
+    fn compact(&mut self) {
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.filled, 0);
+            self.filled -= self.pos;
+            self.pos = 0;
+        }
+    }
+
+    /// One `read` of more input into the free part of the buffer (at its end: `eof`).
+    fn read_more(&mut self) -> io::Result<()> {
+        let cap = self.buf.len() - WINDOW;
+        match self.src.read(&mut self.buf[self.filled..cap]) {
+            Ok(0) => self.eof = true,
+            Ok(n) => {
+                self.filled += n;
+                self.bytes += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
     /// Make at least `n` bytes after `pos` available (reading more input, moving the
     /// unread bytes to the front). `false`: the input ends before (or `n` is more than
     /// the buffer holds without growing).
@@ -142,21 +166,8 @@ impl<R: Read> Lines<R> {
             if self.eof || n > self.buf.len() - WINDOW {
                 return Ok(false);
             }
-            if self.pos > 0 {
-                self.buf.copy_within(self.pos..self.filled, 0);
-                self.filled -= self.pos;
-                self.pos = 0;
-            }
-            let cap = self.buf.len() - WINDOW;
-            match self.src.read(&mut self.buf[self.filled..cap]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => {
-                    self.filled += n;
-                    self.bytes += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+            self.compact();
+            self.read_more()?;
         }
         Ok(true)
     }
@@ -201,11 +212,7 @@ impl<R: Read> Lines<R> {
                 break (start, self.filled);
             }
             scanned = self.filled - self.pos;
-            if self.pos > 0 {
-                self.buf.copy_within(self.pos..self.filled, 0);
-                self.filled -= self.pos;
-                self.pos = 0;
-            }
+            self.compact();
             let cap = self.buf.len() - WINDOW;
             if self.filled == cap {
                 if cap >= MAX_LINE {
@@ -213,16 +220,7 @@ impl<R: Read> Lines<R> {
                 }
                 self.buf.resize((cap * 2).min(MAX_LINE) + WINDOW, 0);
             }
-            let cap = self.buf.len() - WINDOW;
-            match self.src.read(&mut self.buf[self.filled..cap]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => {
-                    self.filled += n;
-                    self.bytes += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(LineError::Io(e)),
-            }
+            self.read_more().map_err(LineError::Io)?;
         };
         self.line_no += 1;
         // `start <= filled <= buf.len() - WINDOW`: the window is in the buffer.
