@@ -51,6 +51,26 @@ pub struct Finding {
     pub prev: u64,
 }
 
+/// The findings of a grammar analysis, in the order of their first racy event: for
+/// each variable (in `u`'s order) its first flagged event and the earlier one, if any.
+pub(super) fn findings(
+    u: &Universe,
+    per_var: impl Iterator<Item = Option<(u64, u64)>>,
+) -> Vec<Finding> {
+    let mut out: Vec<Finding> = per_var
+        .enumerate()
+        .filter_map(|(x, f)| {
+            f.map(|(pos, prev)| Finding {
+                loc: u.var_locs[x],
+                pos,
+                prev,
+            })
+        })
+        .collect();
+    out.sort_by_key(|f| f.pos);
+    out
+}
+
 /// Statistics of a grammar analysis.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GrammarStats {
@@ -630,19 +650,7 @@ pub fn analyze_hb(g: &Grammar) -> (Vec<Finding>, GrammarStats) {
         engine.apply(&fz, at(it));
         steps += 1;
     }
-    let mut out: Vec<Finding> = engine
-        .vars
-        .iter()
-        .enumerate()
-        .filter_map(|(x, v)| {
-            v.race.map(|(pos, prev)| Finding {
-                loc: u.var_locs[x],
-                pos,
-                prev,
-            })
-        })
-        .collect();
-    out.sort_by_key(|f| f.pos);
+    let out = findings(&u, engine.vars.iter().map(|v| v.race));
     let stats = GrammarStats {
         rules: g.rules.len(),
         compositions,

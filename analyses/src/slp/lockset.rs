@@ -271,18 +271,7 @@ pub fn analyze_lockset(g: &Grammar) -> (Vec<Finding>, GrammarStats) {
         advance_held(&mut held, &s, nlocks);
         off += s.len;
     }
-    let mut out: Vec<Finding> = found
-        .iter()
-        .enumerate()
-        .filter_map(|(x, f)| {
-            f.map(|(pos, prev)| Finding {
-                loc: u.var_locs[x],
-                pos,
-                prev,
-            })
-        })
-        .collect();
-    out.sort_by_key(|f| f.pos);
+    let out = super::hb::findings(&u, found.iter().copied());
     let stats = GrammarStats {
         rules: g.rules.len(),
         compositions: sums.compositions,
