@@ -11,7 +11,7 @@ use crate::event::{OwnedEvent, OwnedKind};
 use crate::shared::ChainOptions;
 use crate::thread::ThreadCx;
 use crate::tidmap::TidMap;
-use crate::trace::{Lexed, ReadError, StdReader, Trace, TraceEnv, TraceInput, reserved_tids};
+use crate::trace::{Lexed, ReadError, StdReader, Trace, TraceEnv, TraceInput, read_renumbering};
 
 /// Passes that cannot run on a trace: `bigfoot` checks the checks that BigFoot's
 /// placement puts into the program when it is compiled; a trace has the accesses
@@ -213,14 +213,8 @@ pub fn analyze_stream(
     }
     let start = Instant::now();
     let open_err = |error| StreamError::Read(ReadError::Io { line: 0, error });
-    let mut reserved = None;
-    loop {
-        let env = Arc::new(TraceEnv::default());
-        let src = input.open().map_err(open_err)?;
-        let reader = match reserved.take() {
-            None => StdReader::new(src, env.clone()),
-            Some(r) => StdReader::with_reserved(src, env.clone(), r),
-        };
+    let renumber = |e: &StreamError| matches!(e, StreamError::Read(ReadError::Renumber));
+    let run = |reader, env: Arc<TraceEnv>| {
         let consumer = Consumer {
             env: env.clone(),
             spec: chain_spec,
@@ -228,26 +222,19 @@ pub fn analyze_stream(
             chain: None,
             runner: Runner::default(),
         };
-        let run = match mode {
+        let (chain, events, bytes) = match mode {
             Mode::Single => run_single(reader, consumer),
             Mode::Pipelined => run_pipelined(reader, consumer),
-        };
-        match run {
-            Ok((chain, events, bytes)) => {
-                return Ok(Streamed {
-                    chain,
-                    env,
-                    events,
-                    bytes,
-                    seconds: start.elapsed().as_secs_f64(),
-                });
-            }
-            Err(StreamError::Read(ReadError::Renumber)) => {
-                reserved = Some(reserved_tids(input.open().map_err(open_err)?).map_err(open_err)?);
-            }
-            Err(e) => return Err(e),
-        }
-    }
+        }?;
+        Ok(Streamed {
+            chain,
+            env,
+            events,
+            bytes,
+            seconds: start.elapsed().as_secs_f64(),
+        })
+    };
+    read_renumbering(|| input.open(), open_err, renumber, run)
 }
 
 type Run = Result<(Chain, u64, u64), StreamError>;

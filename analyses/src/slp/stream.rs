@@ -11,7 +11,7 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::event::{ObjId, OwnedKind, Tid};
-use crate::trace::{ReadError, StdReader, TOKEN_SITE_BIT, TraceEnv, TraceInput, reserved_tids};
+use crate::trace::{ReadError, StdReader, TOKEN_SITE_BIT, TraceEnv, TraceInput, read_renumbering};
 
 use super::compress::Front;
 use super::sequitur::Sequitur;
@@ -205,22 +205,12 @@ fn compress_reader<R: Read + Send>(
 /// Read the STD trace `input` and compress it (reading and compression overlap).
 /// Memory: the grammar and a few batches of events.
 pub fn compress_std(input: TraceInput<'_>) -> Result<Grammar, ReadError> {
-    let open_err = |error| ReadError::Io { line: 0, error };
-    let mut reserved = None;
-    loop {
-        let env = Arc::new(TraceEnv::default());
-        let src = input.open().map_err(open_err)?;
-        let reader = match reserved.take() {
-            None => StdReader::new(src, env.clone()),
-            Some(r) => StdReader::with_reserved(src, env.clone(), r),
-        };
-        match compress_reader(reader, env) {
-            Err(ReadError::Renumber) => {
-                reserved = Some(reserved_tids(input.open().map_err(open_err)?).map_err(open_err)?);
-            }
-            r => return r,
-        }
-    }
+    read_renumbering(
+        || input.open(),
+        |error| ReadError::Io { line: 0, error },
+        |e| matches!(e, ReadError::Renumber),
+        compress_reader,
+    )
 }
 
 /// The receiving end of the pipe, as a `Read`.

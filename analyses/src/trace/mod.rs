@@ -70,7 +70,8 @@ pub use env::TraceEnv;
 pub use normalize::Normalizer;
 pub use parse::parse_std;
 pub use read::{
-    Lexed, MAX_LINE, ReadError, StdLexer, StdParser, StdReader, TraceInput, reserved_tids,
+    Lexed, MAX_LINE, ReadError, StdLexer, StdParser, StdReader, TraceInput, read_renumbering,
+    reserved_tids,
 };
 pub use write::{StdWriter, op_text};
 

@@ -1,39 +1,31 @@
 //! The STD reader over a trace in memory: [`parse_std`] collects the events of a
 //! [`StdReader`] (format: see the module doc of [`super`]).
 
-use std::sync::Arc;
-
-use super::{ReadError, StdReader, Trace, TraceEnv, TraceError, reserved_tids};
+use super::{ReadError, StdReader, Trace, TraceError};
 
 /// Read a trace in RAPID's STD format plus capvm's extension and keep its events.
 /// Never panics; the first malformed line gives an error naming it. (`capvm
 /// analyze` streams the events instead: [`crate::offline::analyze_stream`].)
 pub fn parse_std(text: &str) -> Result<Trace, TraceError> {
-    let mut reserved = None;
-    loop {
-        let env = Arc::new(TraceEnv::default());
-        let mut reader = match reserved.take() {
-            None => StdReader::new(text.as_bytes(), env.clone()),
-            Some(r) => StdReader::with_reserved(text.as_bytes(), env.clone(), r),
-        };
+    let read = |mut reader: StdReader<&[u8]>, env| {
         let mut events = Vec::new();
-        loop {
-            match reader.read_batch(&mut events, usize::MAX) {
-                Ok(true) => continue,
-                Ok(false) => return Ok(Trace { events, env }),
-                Err(ReadError::Trace(e)) => return Err(e),
-                Err(ReadError::Renumber) => break,
-                Err(ReadError::Io { line, error }) => {
-                    return Err(TraceError {
-                        line,
-                        message: error.to_string(),
-                    });
-                }
-            }
-        }
-        // Reading a byte slice cannot fail.
-        reserved = Some(reserved_tids(text.as_bytes()).unwrap_or_default());
-    }
+        while reader.read_batch(&mut events, usize::MAX)? {}
+        Ok(Trace { events, env })
+    };
+    let is_renumber = |e: &ReadError| matches!(e, ReadError::Renumber);
+    // Reading a byte slice cannot fail.
+    let io = |error| ReadError::Io { line: 0, error };
+    super::read_renumbering(|| Ok(text.as_bytes()), io, is_renumber, read).map_err(|e| match e {
+        ReadError::Trace(e) => e,
+        ReadError::Io { line, error } => TraceError {
+            line,
+            message: error.to_string(),
+        },
+        ReadError::Renumber => TraceError {
+            line: 0,
+            message: "thread numbering failed twice".into(),
+        },
+    })
 }
 
 #[cfg(test)]

@@ -1186,6 +1186,32 @@ impl<R: Read> StdReader<R> {
     }
 }
 
+/// Run `read` over a fresh [`StdReader`] of the input `open` gives, and once more with
+/// every `T<n>` reserved ([`reserved_tids`]) if it stops with [`ReadError::Renumber`]
+/// (see the module doc): only traces whose numbering needs it are read twice.
+/// `is_renumber` finds that error in `read`'s error type; `io` wraps a failure to open
+/// or scan the input.
+pub fn read_renumbering<R: Read, T, E>(
+    mut open: impl FnMut() -> io::Result<R>,
+    io: impl Fn(io::Error) -> E,
+    is_renumber: impl Fn(&E) -> bool,
+    mut read: impl FnMut(StdReader<R>, Arc<TraceEnv>) -> Result<T, E>,
+) -> Result<T, E> {
+    let env = Arc::new(TraceEnv::default());
+    match read(StdReader::new(open().map_err(&io)?, env.clone()), env) {
+        Err(e) if is_renumber(&e) => {
+            let reserved = reserved_tids(open().map_err(&io)?).map_err(&io)?;
+            let env = Arc::new(TraceEnv::default());
+            // A reader with every `T<n>` reserved never stops with `Renumber`.
+            read(
+                StdReader::with_reserved(open().map_err(&io)?, env.clone(), reserved),
+                env,
+            )
+        }
+        r => r,
+    }
+}
+
 /// The tids of every `T<n>` thread name of the input (event threads and `fork`/`join`
 /// arguments): the reservation [`StdReader::with_reserved`] needs. Reads the thread
 /// and operation columns only; malformed lines are left to the reader proper.
