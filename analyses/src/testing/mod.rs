@@ -1,6 +1,7 @@
 //! Generators for property tests and fuzzing (feature `testing`).
 
 mod eager_goldilocks;
+mod gen_cli;
 mod generate;
 mod long_trace;
 mod loop_trace;
@@ -9,6 +10,7 @@ pub mod oracle_singletrack;
 mod streamed_compression;
 
 pub use eager_goldilocks::eager_goldilocks;
+pub use gen_cli::{gen_args, gen_to_stdout};
 pub use generate::{GenConfig, gen_from_bytes, gen_trace};
 pub use long_trace::{LongTraceConfig, write_long_trace};
 pub use loop_trace::{LoopTraceConfig, write_loop_trace};
