@@ -82,7 +82,8 @@ pub enum InlineCheck {
     /// `cell = leaf + (w & (2^LEAF_BITS - 1)) * CELL_BYTES` (null `mid` or `leaf`:
     /// deliver the access). With `e` the thread's packed epoch
     /// ([`crate::thread::ThreadCx::epoch_word`]):
-    /// - a write is decided when the word at `cell + W_OFF` equals `e`;
+    /// - a write is decided when the word at `cell + W_OFF` equals `e` (while the
+    ///   pass holds the cell's lock that word has a bit no epoch has);
     /// - a read is decided when the word `r` at `cell + R_OFF` equals `e`, or when
     ///   `r` has [`FASTTRACK_SHARED_TAG`], `p = r & !TAG` points to a `u32` length
     ///   `n`, `tid(e) < n` and the `u32` at `p + 4 + 4 * tid(e)` equals `clock(e)`
@@ -100,7 +101,7 @@ pub enum InlineCheck {
 pub const FASTTRACK_LEAF_BITS: u32 = crate::passes::shadow::LEAF_BITS;
 pub const FASTTRACK_MID_BITS: u32 = crate::passes::shadow::MID_BITS;
 pub const FASTTRACK_DIRECT_BITS: u32 = crate::passes::shadow::DIRECT_BITS;
-pub const FASTTRACK_CELL_BYTES: u32 = 64;
+pub const FASTTRACK_CELL_BYTES: u32 = 32;
 pub const FASTTRACK_W_OFF: i32 = 0;
 pub const FASTTRACK_R_OFF: i32 = 8;
 pub const FASTTRACK_SHARED_TAG: u64 = 1 << 63;

@@ -22,6 +22,9 @@ impl Epoch {
     /// cells that keep epochs in atomics.
     #[inline]
     pub fn pack(self) -> u64 {
+        // The two top bits are tags of the shadow words that hold packed epochs
+        // (FastTrack's lock and shared-read tags).
+        debug_assert!(self.tid < 1 << 30);
         ((self.tid as u64) << 32) | self.clock as u64
     }
     /// The inverse of [`Epoch::pack`].

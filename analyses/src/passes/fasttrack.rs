@@ -12,15 +12,18 @@
 //!   access of a location is the first access racing with an earlier conflicting one.
 //!
 //! Concurrency: per-location state in one direct-mapped shadow table
-//! (`super::shadow::PageTable`) of 64-byte cells, one cache line each: the hot words
-//! (`W` and `R` as packed epochs, or `R` as a tagged pointer to the shared read
-//! clock), the shared read state, and the lock with the sites of `W` and `R`. The
-//! slow path mutates a cell under its lock. The three same-epoch rules, which fire
-//! on most accesses, are decided from the hot words alone without the lock
-//! (RoadRunner's unlocked fast path; the JIT performs the same test inline,
-//! `crate::pass::InlineCheck`): only thread `t` ever stores an epoch of `t`, so
-//! seeing `W = E(t)`, `R = E(t)` or `R[t] = C_t(t)` means `t`'s own access in this
-//! epoch is the latest, exactly when the locked rule would also return at once.
+//! (`super::shadow::PageTable`) of 32-byte cells, two to a cache line: `W` with the
+//! cell's lock bit, `R` as a packed epoch or a tagged pointer to the shared read
+//! clock, and the packed sites of `W` and `R` (see [`Cell`]; the shared read state
+//! owns its readers' sites, and the trace lines of offline events live in a side
+//! table that stays empty online). The slow path mutates a cell under its lock. The
+//! three same-epoch rules, which fire on most accesses, are decided from the hot
+//! words alone without the lock (RoadRunner's unlocked fast path; the JIT performs
+//! the same test inline, `crate::pass::InlineCheck`): only thread `t` ever stores an
+//! epoch of `t`, so seeing `W = E(t)`, `R = E(t)` or `R[t] = C_t(t)` means `t`'s own
+//! access in this epoch is the latest, exactly when the locked rule would also
+//! return at once. A held lock sets a bit no epoch has, so the write check never
+//! hits while another thread is changing the cell.
 
 use crate::ctx::CtxId;
 use crate::event::{Event, EventKind, Loc, Op, SiteId, Tid};
@@ -34,39 +37,29 @@ use crate::thread::ThreadState;
 use crate::vc::Epoch;
 
 use super::shadow::{Acc, PageTable, pair_warning};
-use crate::spin::SpinCell;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{
-    AtomicPtr, AtomicU32, AtomicU64,
+    AtomicBool, AtomicU32, AtomicU64,
     Ordering::{Acquire, Relaxed, Release},
 };
 
-/// Where and in which context an access happened; the thread is the one of the epoch
-/// stored beside it and the operation follows from the field, so 16 bytes suffice.
-#[derive(Copy, Clone, Default)]
-struct Site {
-    site: SiteId,
-    ctx: CtxId,
-    index: u64,
+/// Where and in which context an access happened, packed into one word: the site in
+/// the low half, the calling context in the high half. The thread is the one of the
+/// epoch stored beside it, the operation follows from the field, and the trace line
+/// (offline only) lives in [`Lines`].
+fn pack_site(cur: &Acc) -> u64 {
+    u64::from(cur.site.0) | u64::from(cur.ctx.0) << 32
 }
 
-impl Site {
-    fn of(cur: &Acc) -> Site {
-        Site {
-            site: cur.site,
-            ctx: cur.ctx,
-            index: cur.index,
-        }
-    }
-    fn acc(self, e: Epoch, op: Op) -> Acc {
-        Acc {
-            tid: e.tid,
-            op,
-            site: self.site,
-            ctx: self.ctx,
-            index: self.index,
-        }
+/// The access an epoch `e` and its packed site stand for.
+fn unpack_acc(site: u64, index: u64, e: Epoch, op: Op) -> Acc {
+    Acc {
+        tid: e.tid,
+        op,
+        site: SiteId(site as u32),
+        ctx: CtxId((site >> 32) as u32),
+        index,
     }
 }
 
@@ -123,49 +116,99 @@ fn shared_clock(r: u64, t: Tid) -> u32 {
     }
 }
 
-/// What only the slow path reads, under the cell's lock.
-#[derive(Default)]
-struct Slow {
-    /// The access of `W` (meaningful when `W` is not `Epoch::NONE`).
-    w_site: Site,
-    /// The access of the read epoch (meaningful when it is not `Epoch::NONE`).
-    r_site: Site,
-}
+/// The lock bit of a cell, in its `w` word (a packed epoch never has it: thread ids
+/// stay below 2^30).
+const LOCKED: u64 = 1 << 62;
 
-/// One location's state, one cache line: first what the same-epoch checks read
-/// (the last write `W` and the read epoch `R` as packed epochs; while the reads are
-/// a vector clock, `r` is that clock's address tagged with [`SHARED_TAG`]), then
-/// what only the slow path needs: the shared read clocks (null until the reads
-/// become concurrent; FT2 never returns to an epoch) and, behind the cell's lock,
-/// who made `W` and `R`. `w`, `r` and `shared` are written only under the lock.
-/// The slow path thus touches the line the same-epoch check already loaded, and
-/// its lock is one swap to take and a plain store to release.
-#[repr(C, align(64))]
+/// One location's state in 32 bytes, two cells to a cache line:
+/// - `w`: the last write `W` as a packed epoch, and the cell's lock ([`LOCKED`]);
+/// - `r`: the read epoch `R` as a packed epoch, or, once reads are concurrent (FT2
+///   never returns to an epoch), the address of the shared read clock tagged with
+///   [`SHARED_TAG`];
+/// - `w_site`: the packed site of `W` ([`pack_site`]);
+/// - `r_site`: the packed site of `R` while it is an epoch; while it is shared, the
+///   `SharedReads` the cell owns (its readers' clocks and sites).
+///
+/// Everything but the lock-free same-epoch checks runs under the lock, which is
+/// taken by a compare-and-swap that sets [`LOCKED`] on `w` and released by storing
+/// the (possibly new) `W`. A held lock makes `w` differ from every epoch, so the
+/// unlocked write check (here and in generated code) falls through to the locked
+/// path and waits; the read checks look only at `r`, which the lock holder stores
+/// with release order after the clock array it may point to is complete.
+#[repr(C, align(32))]
 #[derive(Default)]
 struct Cell {
     w: AtomicU64,
     r: AtomicU64,
-    shared: AtomicPtr<SharedReads>,
-    slow: SpinCell<Slow>,
+    w_site: AtomicU64,
+    r_site: AtomicU64,
+}
+
+/// The held lock of a [`Cell`]: `w` is the unlocked `W`, stored back on drop.
+struct Locked<'a> {
+    cell: &'a Cell,
+    w: u64,
 }
 
 impl Cell {
+    #[inline]
+    fn lock(&self) -> Locked<'_> {
+        let w = self.w.load(Relaxed);
+        if w & LOCKED == 0
+            && self
+                .w
+                .compare_exchange(w, w | LOCKED, Acquire, Relaxed)
+                .is_ok()
+        {
+            return Locked { cell: self, w };
+        }
+        self.lock_slow()
+    }
+
+    #[cold]
+    fn lock_slow(&self) -> Locked<'_> {
+        let mut spins = 0u32;
+        loop {
+            let w = self.w.load(Relaxed);
+            if w & LOCKED == 0 {
+                if self
+                    .w
+                    .compare_exchange_weak(w, w | LOCKED, Acquire, Relaxed)
+                    .is_ok()
+                {
+                    return Locked { cell: self, w };
+                }
+            } else if spins < 64 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+impl Locked<'_> {
     /// The shared read clocks, if the reads are shared.
     #[inline]
     fn shared(&self) -> Option<&SharedReads> {
-        let p = self.shared.load(Acquire);
-        // SAFETY: a non-null `shared` came from `Box::into_raw` in `set_shared` and
-        // is freed only by `drop` (which has `&mut self`); an array it replaced lives
-        // on in `retired`. So it outlives this borrow of `self`.
-        (!p.is_null()).then(|| unsafe { &*p })
+        let c = self.cell;
+        if c.r.load(Relaxed) & SHARED_TAG == 0 {
+            return None;
+        }
+        let p = c.r_site.load(Relaxed) as *const SharedReads;
+        // SAFETY: while `r` is tagged, `r_site` holds a pointer from `Box::into_raw`
+        // in `set_shared`, freed only by `Cell::drop` (which has `&mut`); an array it
+        // replaced lives on in `retired`. So it outlives this borrow of the cell.
+        Some(unsafe { &*p })
     }
 
-    /// `R[t] := c` on the shared read clocks (under the lock), growing them if `t`
-    /// has no entry yet, and point `r` at them; `acc` becomes `t`'s last read.
+    /// `R[t] := c` on the shared read clocks, growing them if `t` has no entry yet,
+    /// and point `r` at them; `acc` becomes `t`'s last read.
     fn set_shared(&self, t: Tid, c: u32, acc: Acc) {
+        let cell = self.cell;
         let cur = self.shared();
         if cur.is_none_or(|sh| (t as usize) >= sh.len()) {
-            let old = self.shared.load(Acquire);
             let n = (t as usize + 1).max(cur.map_or(0, |sh| 2 * sh.len()));
             let clocks: Box<[AtomicU32]> = std::iter::once(n as u32)
                 .chain((0..n).map(|u| cur.map_or(0, |sh| sh.get(u as Tid))))
@@ -174,10 +217,11 @@ impl Cell {
             let accs = cur
                 .map(|sh| std::mem::take(&mut *sh.accs.lock()))
                 .unwrap_or_default();
-            // SAFETY: `old` is null or the live array from a previous `set_shared`;
-            // its ownership moves into `retired`, so it is not freed while readers
-            // may hold it.
-            let retired = (!old.is_null()).then(|| unsafe { Box::from_raw(old) });
+            // SAFETY: a current shared state came from `Box::into_raw` in an
+            // earlier `set_shared`; its ownership moves into `retired`, so it is
+            // not freed while lock-free readers may hold its clocks.
+            let retired = cur
+                .map(|sh| unsafe { Box::from_raw(sh as *const SharedReads as *mut SharedReads) });
             let fresh = Box::new(SharedReads {
                 clocks,
                 accs: Mutex::new(accs),
@@ -185,8 +229,8 @@ impl Cell {
             });
             let addr = fresh.clocks.as_ptr() as u64;
             debug_assert_eq!(addr & SHARED_TAG, 0);
-            self.shared.store(Box::into_raw(fresh), Release);
-            self.r.store(addr | SHARED_TAG, Release);
+            cell.r_site.store(Box::into_raw(fresh) as u64, Relaxed);
+            cell.r.store(addr | SHARED_TAG, Release);
         }
         let sh = self.shared().expect("installed above");
         sh.clocks[1 + t as usize].store(c, Relaxed);
@@ -194,18 +238,35 @@ impl Cell {
     }
 }
 
+impl Drop for Locked<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        debug_assert_eq!(self.w & LOCKED, 0);
+        self.cell.w.store(self.w, Release);
+    }
+}
+
 impl Drop for Cell {
     fn drop(&mut self) {
-        let p = *self.shared.get_mut();
-        if !p.is_null() {
+        if *self.r.get_mut() & SHARED_TAG != 0 {
+            let p = *self.r_site.get_mut() as *mut SharedReads;
             // SAFETY: from `Box::into_raw` in `set_shared`; no reader is left.
             drop(unsafe { Box::from_raw(p) });
         }
     }
 }
 
+/// The trace lines of a location's `W` and `R` (offline analysis: events from a
+/// trace file carry their line, [`Acc::index`]). Online every line is 0 and this
+/// table stays empty, so the cells keep only what online reports need.
+#[derive(Default)]
+struct Lines {
+    w: AtomicU64,
+    r: AtomicU64,
+}
+
 /// The tag of `Cell::r` while the reads are shared (an epoch's packing never has it:
-/// thread ids stay below 2^31).
+/// thread ids stay below 2^30).
 const SHARED_TAG: u64 = 1 << 63;
 
 // The layout `InlineCheck::FastTrack` promises producers.
@@ -263,6 +324,10 @@ pub struct FastTrack {
     /// Per-thread rule counts, keyed by `tid * 8` (no downcast of the pass's
     /// thread-local state on the hot path).
     rules: PageTable<RuleCounts>,
+    /// Per location, the trace lines of `W` and `R`, once an event with a line
+    /// arrived (`lines_used`); written and read under the location's cell lock.
+    lines: PageTable<Lines>,
+    lines_used: AtomicBool,
 }
 
 fn set_acc(v: &mut Vec<Option<Acc>>, a: Acc) {
@@ -279,7 +344,20 @@ impl FastTrack {
             cells: PageTable::default(),
             shared: shared.clone(),
             rules: PageTable::default(),
+            lines: PageTable::default(),
+            lines_used: AtomicBool::new(false),
         }
+    }
+
+    /// The trace lines of `loc`'s `W` and `R`, if any event so far had one.
+    #[inline]
+    fn lines(&self, loc: Loc, cur: &Acc) -> Option<&Lines> {
+        if cur.index != 0 && !self.lines_used.load(Relaxed) {
+            self.lines_used.store(true, Relaxed);
+        }
+        self.lines_used
+            .load(Relaxed)
+            .then(|| self.lines.get(loc.key()))
     }
 
     fn race(r: &Reporter, loc: Loc, prev: Acc, cur: &Acc, what: &str) {
@@ -298,13 +376,14 @@ impl FastTrack {
     fn read(&self, t: &ThreadState, c: &Cell, loc: Loc, cur: Acc) -> Rule {
         let e = t.epoch();
         let rep = &self.shared.reporter;
-        let mut slow = c.slow.lock();
-        let (w, r) = (Epoch::unpack(c.w.load(Relaxed)), c.r.load(Relaxed));
+        let lk = c.lock();
+        let lines = self.lines(loc, &cur);
+        let (w, r) = (Epoch::unpack(lk.w), c.r.load(Relaxed));
         // [FT read same epoch] (again: another thread may have changed R meanwhile)
         if r == Epoch::pack(e) {
             return Rule::ReadSameEpoch;
         }
-        if let Some(sh) = c.shared()
+        if let Some(sh) = lk.shared()
             && sh.get(t.tid) == e.clock
         {
             // [FT read shared same epoch]
@@ -312,23 +391,30 @@ impl FastTrack {
         }
         // [FT write-read race]
         if w.tid != t.tid && !w.leq(&t.vc) {
-            Self::race(rep, loc, slow.w_site.acc(w, Op::Write), &cur, "write-read");
+            let line = lines.map_or(0, |l| l.w.load(Relaxed));
+            let prev = unpack_acc(c.w_site.load(Relaxed), line, w, Op::Write);
+            Self::race(rep, loc, prev, &cur, "write-read");
         }
-        if c.shared().is_some() {
+        if lk.shared().is_some() {
             // [FT read shared]
-            c.set_shared(t.tid, e.clock, cur);
+            lk.set_shared(t.tid, e.clock, cur);
             return Rule::ReadShared;
         }
         let r = Epoch::unpack(r);
         if r.tid == t.tid || r.leq(&t.vc) {
             // [FT read exclusive]
             c.r.store(Epoch::pack(e), Relaxed);
-            slow.r_site = Site::of(&cur);
+            c.r_site.store(pack_site(&cur), Relaxed);
+            if let Some(l) = lines {
+                l.r.store(cur.index, Relaxed);
+            }
             Rule::ReadExclusive
         } else {
             // [FT read share]
-            c.set_shared(r.tid, r.clock, slow.r_site.acc(r, Op::Read));
-            c.set_shared(t.tid, e.clock, cur);
+            let line = lines.map_or(0, |l| l.r.load(Relaxed));
+            let prev = unpack_acc(c.r_site.load(Relaxed), line, r, Op::Read);
+            lk.set_shared(r.tid, r.clock, prev);
+            lk.set_shared(t.tid, e.clock, cur);
             Rule::ReadShare
         }
     }
@@ -338,23 +424,29 @@ impl FastTrack {
     fn write(&self, t: &ThreadState, c: &Cell, loc: Loc, cur: Acc) -> Rule {
         let e = t.epoch();
         let rep = &self.shared.reporter;
-        let mut slow = c.slow.lock();
-        let (w, r) = (Epoch::unpack(c.w.load(Relaxed)), c.r.load(Relaxed));
+        let mut lk = c.lock();
+        let lines = self.lines(loc, &cur);
+        let (w, r) = (Epoch::unpack(lk.w), c.r.load(Relaxed));
         // [FT write same epoch]
         if w == e {
             return Rule::WriteSameEpoch;
         }
         // [FT write-write race]
         if w.tid != t.tid && !w.leq(&t.vc) {
-            Self::race(rep, loc, slow.w_site.acc(w, Op::Write), &cur, "write-write");
+            let line = lines.map_or(0, |l| l.w.load(Relaxed));
+            let prev = unpack_acc(c.w_site.load(Relaxed), line, w, Op::Write);
+            Self::race(rep, loc, prev, &cur, "write-write");
         }
-        match c.shared() {
+        let rule = match lk.shared() {
             // [FT read-write race]
             None => {
                 let r = Epoch::unpack(r);
                 if r.tid != t.tid && !r.leq(&t.vc) {
-                    Self::race(rep, loc, slow.r_site.acc(r, Op::Read), &cur, "read-write");
+                    let line = lines.map_or(0, |l| l.r.load(Relaxed));
+                    let prev = unpack_acc(c.r_site.load(Relaxed), line, r, Op::Read);
+                    Self::race(rep, loc, prev, &cur, "read-write");
                 }
+                Rule::WriteExclusive
             }
             // [FT shared-read-write race], one warning per unordered reader
             Some(sh) => {
@@ -366,15 +458,16 @@ impl FastTrack {
                         Self::race(rep, loc, prev, &cur, "read-write");
                     }
                 }
+                Rule::WriteShared
             }
-        }
+        };
         // [FT write exclusive / write shared]: FT2 keeps a shared read state.
-        c.w.store(Epoch::pack(e), Relaxed);
-        slow.w_site = Site::of(&cur);
-        match c.shared() {
-            None => Rule::WriteExclusive,
-            Some(_) => Rule::WriteShared,
+        c.w_site.store(pack_site(&cur), Relaxed);
+        if let Some(l) = lines {
+            l.w.store(cur.index, Relaxed);
         }
+        lk.w = Epoch::pack(e);
+        rule
     }
 
     /// Number of locations with shadow state, and of those whose reads are shared
@@ -382,7 +475,7 @@ impl FastTrack {
     fn census(&self) -> (usize, usize) {
         let (mut n, mut shared) = (0, 0);
         self.cells.for_each_cell(|c| {
-            if c.w.load(Relaxed) != 0 || c.r.load(Relaxed) != 0 {
+            if c.w.load(Relaxed) & !LOCKED != 0 || c.r.load(Relaxed) != 0 {
                 n += 1;
                 shared += usize::from(c.r.load(Relaxed) & SHARED_TAG != 0);
             }
@@ -493,20 +586,21 @@ mod tests {
     fn shared_read_clocks_grow_and_stay_readable_through_the_hot_half() {
         let c = Cell::default();
         let h = &c;
-        c.set_shared(1, 4, acc(1));
+        c.lock().set_shared(1, 4, acc(1));
         let r1 = h.r.load(Relaxed);
         assert_ne!(r1 & SHARED_TAG, 0);
         assert_eq!(shared_clock(r1, 1), 4);
         assert_eq!(shared_clock(r1, 0), 0);
         assert_eq!(shared_clock(r1, 7), 0, "past the end");
         // Growing moves the clocks to a new array; the old one stays valid.
-        c.set_shared(9, 2, acc(9));
+        c.lock().set_shared(9, 2, acc(9));
         let r2 = h.r.load(Relaxed);
         assert_ne!(r1, r2);
         assert_eq!(shared_clock(r2, 1), 4);
         assert_eq!(shared_clock(r2, 9), 2);
         assert_eq!(shared_clock(r1, 1), 4, "retired array still readable");
-        let sh = c.shared().unwrap();
+        let lk = c.lock();
+        let sh = lk.shared().unwrap();
         assert_eq!(sh.entries().collect::<Vec<_>>(), vec![(1, 4), (9, 2)]);
         let accs = sh.accs.lock();
         assert_eq!(accs[1].map(|a| a.site), Some(SiteId(2)));
@@ -514,10 +608,62 @@ mod tests {
     }
 
     #[test]
+    fn a_held_lock_hides_w_from_the_unlocked_write_check() {
+        let c = Cell::default();
+        let e = Epoch::pack(Epoch::new(2, 7));
+        {
+            let mut lk = c.lock();
+            assert_ne!(c.w.load(Relaxed), 0, "locked: differs from Epoch::NONE too");
+            lk.w = e;
+        }
+        assert_eq!(c.w.load(Relaxed), e, "the release stores the new W");
+        {
+            let lk = c.lock();
+            assert_eq!(lk.w, e);
+            assert_ne!(c.w.load(Relaxed), e, "no same-epoch hit while held");
+        }
+        assert_eq!(c.w.load(Relaxed), e);
+    }
+
+    #[test]
+    fn the_lock_excludes_other_threads() {
+        let c = Arc::new(Cell::default());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..20_000 {
+                        let mut lk = c.lock();
+                        // A non-atomic read-modify-write of W under the lock.
+                        lk.w += 1;
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(c.w.load(Relaxed), 80_000);
+    }
+
+    #[test]
+    fn sites_pack_and_unpack() {
+        let cur = Acc {
+            tid: 3,
+            op: Op::Write,
+            site: SiteId(u32::MAX - 1),
+            ctx: CtxId(77),
+            index: 0,
+        };
+        let a = unpack_acc(pack_site(&cur), 12, Epoch::new(3, 9), Op::Write);
+        assert_eq!((a.tid, a.site, a.ctx, a.index), (3, cur.site, cur.ctx, 12));
+    }
+
+    #[test]
     fn epochs_pack_and_unpack() {
         for e in [Epoch::NONE, Epoch::new(0, 1), Epoch::new(3, u32::MAX)] {
             assert_eq!(Epoch::unpack(Epoch::pack(e)), e);
-            assert_eq!(Epoch::pack(e) & SHARED_TAG, 0);
+            assert_eq!(Epoch::pack(e) & (SHARED_TAG | LOCKED), 0);
         }
     }
 }
