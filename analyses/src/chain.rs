@@ -21,6 +21,7 @@
 use std::sync::Arc;
 
 use crate::clocks::Clocks;
+use crate::ctx::CtxId;
 use crate::event::{Event, EventKind, ObjId, SiteId, Tid};
 use crate::pass::{Flow, Pass};
 use crate::report::Reported;
@@ -40,6 +41,8 @@ impl std::fmt::Display for ChainError {
 pub struct Chain {
     passes: Vec<Box<dyn Pass>>,
     stats: Vec<PassStats>,
+    /// Some pass wants `Enter`/`Exit` events ([`Pass::wants_frames`]).
+    frame_events: bool,
     pub shared: Arc<Shared>,
 }
 
@@ -48,11 +51,41 @@ impl Chain {
     /// with. The registry (`passes::chain`) builds one from `--tools` names.
     pub fn from_passes(passes: Vec<Box<dyn Pass>>, shared: Arc<Shared>) -> Chain {
         let stats = passes.iter().map(|_| PassStats::default()).collect();
+        let frame_events = passes.iter().any(|p| p.wants_frames());
         Chain {
             passes,
             stats,
+            frame_events,
             shared,
         }
+    }
+
+    /// Whether some pass takes `Enter`/`Exit` events. When none does, the chain only
+    /// follows them for the call context (they reach no pass and no counter), and a
+    /// producer need not deliver them at all: it may keep the call stack itself and
+    /// hand it over with [`Chain::sync_frames`] instead, which gives every event the
+    /// same [`ThreadState::ctx`] the `Enter`/`Exit` events would have given an access.
+    pub fn frame_events(&self) -> bool {
+        self.frame_events
+    }
+
+    /// Set `cx`'s call context to the stack `frames`, outermost first, each frame
+    /// packed by [`crate::ctx::pack_frame`] (the method and the site it was called
+    /// from), when the chain takes no `Enter`/`Exit` ([`Chain::frame_events`]).
+    /// `unchanged`: how many outermost frames are the same as at the previous call
+    /// (a producer that does not track this passes 0; the stack is then interned
+    /// again from the bottom).
+    pub fn sync_frames(&self, cx: &mut ThreadCx, frames: &[u64], unchanged: usize) {
+        let t = &mut cx.state;
+        let keep = unchanged.min(frames.len()).min(t.frame_ctxs.len());
+        t.frame_ctxs.truncate(keep);
+        let mut ctx = t.frame_ctxs.last().copied().unwrap_or(CtxId::ROOT);
+        for &w in &frames[keep..] {
+            let (method, site) = crate::ctx::unpack_frame(w);
+            ctx = self.shared.ctxs.child(ctx, method, site);
+            t.frame_ctxs.push(ctx);
+        }
+        t.ctx = ctx;
     }
 
     pub fn is_empty(&self) -> bool {
@@ -121,6 +154,10 @@ impl Chain {
             EventKind::Read { .. } => 0,
             EventKind::Write { .. } => 1,
             EventKind::Check { .. } => 17,
+            EventKind::Enter { .. } | EventKind::Exit { .. } if !self.frame_events => {
+                self.update_services(cx, ev);
+                return;
+            }
             _ => {
                 self.dispatch(cx, ev);
                 self.update_services(cx, ev);
@@ -327,9 +364,17 @@ impl Chain {
             .iter()
             .fold((0, 0), |(r, w), c| (r + c.reads(), w + c.writes_same));
         let last = self.passes.len() - 1;
+        let field_checks = matches!(
+            self.passes[last].inline_check(),
+            Some(crate::pass::InlineCheck::FieldChecks { .. })
+        );
         for (i, p) in self.passes.iter().enumerate() {
-            cx.counts[i].events_in[0] += reads;
-            cx.counts[i].events_in[1] += writes;
+            if field_checks {
+                cx.counts[i].events_in[17] += reads + writes;
+            } else {
+                cx.counts[i].events_in[0] += reads;
+                cx.counts[i].events_in[1] += writes;
+            }
             if i == last {
                 p.inline_checked(&cx.state, cx.locals[i].as_mut(), checks);
             } else {

@@ -2,7 +2,8 @@
 //! access came from with one integer and reports can print its whole CapJava stack.
 //!
 //! A context is a node of a tree: (parent, method, call site). The chain maintains
-//! each thread's current context from `Enter`/`Exit` events.
+//! each thread's current context from `Enter`/`Exit` events, or from the stack the
+//! producer hands over ([`crate::Chain::sync_frames`]).
 
 use hashbrown::HashMap;
 use parking_lot::{Mutex, RwLock};
@@ -15,6 +16,20 @@ pub struct CtxId(pub u32);
 impl CtxId {
     /// The empty stack (thread entry).
     pub const ROOT: CtxId = CtxId(0);
+}
+
+/// One frame of a call stack in one word, as a producer keeps it for
+/// [`crate::Chain::sync_frames`]: the method in the high half, the site it was called
+/// from in the low half.
+#[inline]
+pub const fn pack_frame(method: MethodId, call_site: SiteId) -> u64 {
+    ((method.0 as u64) << 32) | call_site.0 as u64
+}
+
+/// The inverse of [`pack_frame`].
+#[inline]
+pub const fn unpack_frame(w: u64) -> (MethodId, SiteId) {
+    (MethodId((w >> 32) as u32), SiteId(w as u32))
 }
 
 #[derive(Copy, Clone, Debug)]

@@ -95,6 +95,17 @@ pub enum InlineCheck {
         /// The address of the top level (`2^TOP_BITS` pointers).
         top: u64,
     },
+    /// The same test, on the same layout, for the field checks of a BigFoot-placed
+    /// program instead of plain accesses (`crate::passes::bigfoot`): a
+    /// `Check` of a field group of a non-null object or of a static (`CheckSpan::One`
+    /// or `CheckSpan::Fields`) at location `loc` (the group's representative field,
+    /// or the static) is decided by the test on the cell of `loc.key()`, a read
+    /// check as a read and a write check as a write. Counted like accesses ([`InlineChecks`]); the chain
+    /// accounts them as `Check` events.
+    FieldChecks {
+        /// The address of the top level (`2^TOP_BITS` pointers).
+        top: u64,
+    },
 }
 
 /// Layout constants of [`InlineCheck::FastTrack`].
@@ -148,6 +159,15 @@ pub trait Pass: Send + Sync {
     /// Every other event: synchronization, allocation, method enter/exit,
     /// specification begin/end, thread start/end. Cannot be dropped.
     fn event(&self, _t: &ThreadState, _local: &mut Local, _ev: &Event<'_>) {}
+
+    /// Whether this pass needs the `Enter` and `Exit` events of method calls. When no
+    /// pass of a chain does, the chain keeps the call context without delivering them
+    /// ([`crate::Chain::frame_events`]), and a producer may skip building them: the
+    /// call context is then all a pass can learn about calls, from
+    /// [`ThreadState::ctx`] at accesses.
+    fn wants_frames(&self) -> bool {
+        true
+    }
 
     /// End of the run: report anything deferred (e.g. `singletrack`'s last checks).
     fn finish(&self) {}

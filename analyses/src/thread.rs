@@ -20,6 +20,9 @@ pub struct ThreadState {
     pub ctx: CtxId,
     /// Stack of contexts for method exit.
     pub(crate) ctx_stack: Vec<CtxId>,
+    /// With [`crate::Chain::sync_frames`]: the context of each prefix of the stack
+    /// last handed over (entry `i`: the outermost `i + 1` frames).
+    pub(crate) frame_ctxs: Vec<CtxId>,
 }
 
 impl ThreadState {
@@ -30,12 +33,17 @@ impl ThreadState {
             held: Vec::new(),
             ctx: CtxId::ROOT,
             ctx_stack: Vec::new(),
+            frame_ctxs: Vec::new(),
         }
     }
     /// The thread's current epoch `C_t[t]@t`.
     #[inline]
     pub fn epoch(&self) -> Epoch {
         self.vc.epoch(self.tid)
+    }
+    /// How many frames the stack last handed to [`crate::Chain::sync_frames`] had.
+    pub fn frame_depth(&self) -> usize {
+        self.frame_ctxs.len()
     }
     pub fn holds(&self, lock: ObjId) -> bool {
         self.held.contains(&lock)

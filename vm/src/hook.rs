@@ -7,12 +7,19 @@
 //! delivers the thread's events in program order, hands a forked child its hook, and
 //! performs volatile accesses atomically with their events: under the bridge's
 //! striped lock, so the chain sees volatile operations in the order they take effect.
+//!
+//! When no pass of the chain takes `Enter`/`Exit` events
+//! (`analyses::Chain::frame_events`), the tiers do not deliver them: the chain learns
+//! the call context from the thread's stack instead, which the hook keeps for the
+//! interpreter ([`Hook::push_frame`], [`Hook::pop_frame`]) and the JIT hands over from
+//! its shadow stack ([`Hook::sync_stack`]) before it delivers an event.
 
 use std::sync::Arc;
 
+use analyses::ctx::pack_frame;
 use analyses::pass::{InlineChecks, InlineDrops};
 use analyses::thread::ThreadCx;
-use analyses::{Event, EventKind, Loc, ObjId, SiteId};
+use analyses::{Event, EventKind, Loc, MethodId, ObjId, SiteId};
 
 use crate::bridge::Bridge;
 use crate::heap;
@@ -22,6 +29,31 @@ pub struct Hook(Option<On>);
 struct On {
     bridge: Arc<Bridge>,
     cx: ThreadCx,
+    stack: Stack,
+}
+
+/// Who tells the chain the thread's call context.
+enum Stack {
+    /// `Enter`/`Exit` events (the chain takes them).
+    Events,
+    /// The hook: the stack of packed frames (`analyses::ctx::pack_frame`), of which
+    /// the outermost `unchanged` are as the chain last saw them.
+    Kept { frames: Vec<u64>, unchanged: usize },
+    /// The tier, with [`Hook::sync_stack`] before every event.
+    Tier,
+}
+
+impl Stack {
+    fn of(bridge: &Bridge) -> Stack {
+        if bridge.chain.frame_events() {
+            Stack::Events
+        } else {
+            Stack::Kept {
+                frames: Vec::new(),
+                unchanged: 0,
+            }
+        }
+    }
 }
 
 impl Hook {
@@ -30,7 +62,72 @@ impl Hook {
         Hook(bridge.map(|b| On {
             bridge: b.clone(),
             cx: b.chain.main_thread(),
+            stack: Stack::of(b),
         }))
+    }
+
+    /// Whether the tier delivers `Enter` and `Exit` of every call (the hook is on and
+    /// the chain takes them).
+    #[inline]
+    pub fn frame_events(&self) -> bool {
+        matches!(
+            &self.0,
+            Some(On {
+                stack: Stack::Events,
+                ..
+            })
+        )
+    }
+
+    /// The tier keeps the stack and hands it over with [`Hook::sync_stack`] (the
+    /// JIT, from its shadow stack); no effect when the chain takes `Enter`/`Exit`.
+    pub fn stack_kept_by_tier(&mut self) {
+        if let Some(on) = &mut self.0
+            && !matches!(on.stack, Stack::Events)
+        {
+            on.stack = Stack::Tier;
+        }
+    }
+
+    /// The thread called `func` from `call_site` (the interpreter, when the hook keeps
+    /// the stack).
+    #[inline]
+    pub fn push_frame(&mut self, func: lang::ir::FuncId, call_site: lang::ir::SiteId) {
+        if let Some(On {
+            stack: Stack::Kept { frames, unchanged },
+            ..
+        }) = &mut self.0
+        {
+            *unchanged = (*unchanged).min(frames.len());
+            frames.push(pack_frame(MethodId(func.0), SiteId(call_site.0)));
+        }
+    }
+
+    /// The innermost call returned (the interpreter, when the hook keeps the stack).
+    #[inline]
+    pub fn pop_frame(&mut self) {
+        if let Some(On {
+            stack: Stack::Kept { frames, .. },
+            ..
+        }) = &mut self.0
+        {
+            frames.pop();
+        }
+    }
+
+    /// The thread's stack is `frames` (packed, outermost first), whose outermost
+    /// `unchanged` frames are as at the previous call (the JIT, when it keeps the
+    /// stack: [`Hook::stack_kept_by_tier`]).
+    #[inline]
+    pub fn sync_stack(&mut self, frames: &[u64], unchanged: usize) {
+        if let Some(On {
+            bridge,
+            cx,
+            stack: Stack::Tier,
+        }) = &mut self.0
+        {
+            bridge.chain.sync_frames(cx, frames, unchanged);
+        }
     }
 
     /// Whether a chain is active (events are delivered).
@@ -50,7 +147,7 @@ impl Hook {
             {
                 return;
             }
-            deliver(&on.bridge, &mut on.cx, site, kind);
+            on.deliver(site, kind);
         }
     }
 
@@ -63,6 +160,7 @@ impl Hook {
         handed: impl FnOnce() -> Vec<ObjId>,
     ) -> Hook {
         Hook(self.0.as_mut().map(|on| {
+            on.sync_kept();
             let cx = on
                 .bridge
                 .chain
@@ -70,6 +168,7 @@ impl Hook {
             On {
                 bridge: on.bridge.clone(),
                 cx,
+                stack: Stack::of(&on.bridge),
             }
         }))
     }
@@ -110,14 +209,10 @@ impl Hook {
     ) -> u64 {
         match &mut self.0 {
             Some(on) => {
-                let _g = on.bridge.volatile_lock(loc);
+                let bridge = on.bridge.clone();
+                let _g = bridge.volatile_lock(loc);
                 let v = heap::load_volatile(obj, word);
-                deliver(
-                    &on.bridge,
-                    &mut on.cx,
-                    site,
-                    EventKind::VolatileRead { loc },
-                );
+                on.deliver(site, EventKind::VolatileRead { loc });
                 v
             }
             None => heap::load_volatile(obj, word),
@@ -138,24 +233,40 @@ impl Hook {
     ) {
         match &mut self.0 {
             Some(on) => {
-                let _g = on.bridge.volatile_lock(loc);
+                let bridge = on.bridge.clone();
+                let _g = bridge.volatile_lock(loc);
                 heap::store_volatile(obj, word, v);
-                let kind = EventKind::VolatileWrite { loc, value };
-                deliver(&on.bridge, &mut on.cx, site, kind);
+                on.deliver(site, EventKind::VolatileWrite { loc, value });
             }
             None => heap::store_volatile(obj, word, v),
         }
     }
 }
 
-/// Deliver one event of `cx`'s thread to the bridge's chain.
-#[inline]
-fn deliver(bridge: &Bridge, cx: &mut ThreadCx, site: lang::ir::SiteId, kind: EventKind<'_>) {
-    let ev = Event {
-        tid: cx.tid(),
-        site: SiteId(site.0),
-        index: 0,
-        kind,
-    };
-    bridge.chain.deliver(cx, &ev);
+impl On {
+    /// Hand the stack the hook keeps to the chain, if it changed.
+    #[inline]
+    fn sync_kept(&mut self) {
+        if let Stack::Kept { frames, unchanged } = &mut self.stack
+            && (*unchanged < frames.len() || self.cx.state.frame_depth() != frames.len())
+        {
+            self.bridge
+                .chain
+                .sync_frames(&mut self.cx, frames, *unchanged);
+            *unchanged = frames.len();
+        }
+    }
+
+    /// Deliver one event of the thread to the bridge's chain.
+    #[inline]
+    fn deliver(&mut self, site: lang::ir::SiteId, kind: EventKind<'_>) {
+        self.sync_kept();
+        let ev = Event {
+            tid: self.cx.tid(),
+            site: SiteId(site.0),
+            index: 0,
+            kind,
+        };
+        self.bridge.chain.deliver(&mut self.cx, &ev);
+    }
 }

@@ -170,6 +170,7 @@ impl Interp {
     /// Method prologue of the frame just pushed: acquire (synchronized), enter, begin.
     fn enter_frame(&mut self, site: SiteId) -> Result<(), Stop> {
         let fr = *self.frames.last().expect("frame");
+        self.hook.push_frame(fr.func, fr.call_site);
         let lock = guest!(self, g => g.enter_method(fr.func, &self.regs[fr.base..], site))?;
         if let Some(top) = self.frames.last_mut() {
             top.lock = lock;
@@ -181,6 +182,7 @@ impl Interp {
     fn leave_frame(&mut self, val: u64) -> Result<Frame, Stop> {
         let fr = *self.frames.last().expect("frame");
         guest!(self, g => g.leave_method(fr.func, val, fr.lock, fr.call_site))?;
+        self.hook.pop_frame();
         self.frames.pop();
         Ok(fr)
     }

@@ -472,8 +472,9 @@ impl Guest<'_> {
     }
 
     /// Method prologue of `f`, whose frame was just pushed by the call at `site`
-    /// (`params`: its parameters): acquire (synchronized), enter, begin. Returns the
-    /// monitor held until the epilogue (0 = none).
+    /// (`params`: its parameters): acquire (synchronized), enter (if the chain takes
+    /// it: `Hook::frame_events`), begin. Returns the monitor held until the epilogue
+    /// (0 = none).
     pub fn enter_method(&mut self, f: FuncId, params: &[u64], site: SiteId) -> Result<u64, Stop> {
         let rt = self.rt.clone();
         let func = rt.image.program.func(f);
@@ -489,20 +490,22 @@ impl Guest<'_> {
             lock = obj;
         }
         if self.hook.is_on() {
-            let first = if func.kind == FuncKind::Static { 0 } else { 1 };
-            let receiver = (first == 1).then(|| ObjId(params[0]));
-            let args: Vec<ObjId> = (first..func.num_params as usize)
-                .filter(|&i| func.locals[i].ty.is_ref() && params[i] != 0)
-                .map(|i| ObjId(params[i]))
-                .collect();
-            self.hook.emit(
-                site,
-                EventKind::Enter {
-                    method: MethodId(f.0),
-                    receiver,
-                    args: &args,
-                },
-            );
+            if self.hook.frame_events() {
+                let first = if func.kind == FuncKind::Static { 0 } else { 1 };
+                let receiver = (first == 1).then(|| ObjId(params[0]));
+                let args: Vec<ObjId> = (first..func.num_params as usize)
+                    .filter(|&i| func.locals[i].ty.is_ref() && params[i] != 0)
+                    .map(|i| ObjId(params[i]))
+                    .collect();
+                self.hook.emit(
+                    site,
+                    EventKind::Enter {
+                        method: MethodId(f.0),
+                        receiver,
+                        args: &args,
+                    },
+                );
+            }
             for (on, spec) in [
                 (func.is_deterministic, ASpec::Deterministic),
                 (func.is_atomic, ASpec::Atomic),
@@ -535,13 +538,15 @@ impl Guest<'_> {
                     self.hook.emit(site, EventKind::End { spec });
                 }
             }
-            self.hook.emit(
-                site,
-                EventKind::Exit {
-                    method: MethodId(f.0),
-                    ret: ref_value(func.ret.is_ref(), ret),
-                },
-            );
+            if self.hook.frame_events() {
+                self.hook.emit(
+                    site,
+                    EventKind::Exit {
+                        method: MethodId(f.0),
+                        ret: ref_value(func.ret.is_ref(), ret),
+                    },
+                );
+            }
         }
         if lock != 0 {
             self.point()?;

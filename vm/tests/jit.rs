@@ -507,6 +507,12 @@ fn run_jit_parts_with(
     use vm::output::Output;
     use vm::runtime::{Limits, MAX_CALL_DEPTH, Runtime};
 
+    // A chain with `bigfoot` runs the placed program, as `run_program` does.
+    let prog = &if tools.contains("bigfoot") {
+        vm::run::placed(prog)
+    } else {
+        prog.clone()
+    };
     let image = Arc::new(Image::load(prog.clone(), 1 << 32).expect("image"));
     let env = Arc::new(VmEnv {
         image: image.clone(),
@@ -539,14 +545,17 @@ fn run_jit_parts_with(
         );
     }
     assert_eq!(
-        options.inline_check.map(|c| c.behind_filter),
+        options
+            .inline_check
+            .map(|c| (c.behind_filter, c.field_checks)),
         match tools {
-            "fasttrack" => Some(false),
-            "escape:fasttrack" => Some(true),
+            "fasttrack" => Some((false, false)),
+            "escape:fasttrack" => Some((true, false)),
+            "bigfoot" => Some((false, true)),
             _ => None,
         },
         "`{tools}`: the inline same-epoch check is offered exactly for `fasttrack` \
-         alone and behind `escape`"
+         alone and behind `escape`, and for `bigfoot`'s field checks alone"
     );
     if !inline_detector {
         options.inline_check = None;
@@ -586,10 +595,11 @@ fn run_jit_parts_with(
 }
 
 /// With `fasttrack` alone or behind `escape`, the JIT decides FastTrack's
-/// same-epoch accesses inline: warnings, output and every statistic (per-pass
-/// counters, FastTrack's rule counts, `escape`'s per-location categories) equal
-/// those of the same JIT run with the check off and of the interpreter, on every
-/// corpus program under the same seeds.
+/// same-epoch accesses inline, and with `bigfoot` its same-epoch field checks:
+/// warnings, output and every statistic (per-pass counters, FastTrack's rule counts,
+/// `escape`'s per-location categories, BigFoot's check counts) equal those of the
+/// same JIT run with the check off and of the interpreter, on every corpus program
+/// under the same seeds.
 #[test]
 fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
     let mut failures = Vec::new();
@@ -598,7 +608,8 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
     let small_bench = corpus("bench")
         .into_iter()
         .filter(|p| !p.to_string_lossy().ends_with("_large.cj"));
-    for tools in ["fasttrack", "escape:fasttrack"] {
+    let mut checked_by = std::collections::BTreeMap::new();
+    for tools in ["fasttrack", "escape:fasttrack", "bigfoot"] {
         for p in corpus("bugs")
             .into_iter()
             .chain(corpus("examples"))
@@ -632,13 +643,17 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
                     failures.extend(mismatch(&name, &a, what, b));
                 }
                 checked_inline += on.checked_inline;
+                *checked_by.entry(tools).or_insert(0) += on.checked_inline;
             }
         }
     }
     assert!(runs > 20, "too few corpus programs ran: {runs}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // The check must actually have decided accesses inline.
+    // The check must actually have decided accesses (checks) inline, in every chain.
     assert!(checked_inline > 0, "no access was decided inline");
+    for (tools, n) in &checked_by {
+        assert!(*n > 0, "`{tools}`: nothing was decided inline");
+    }
 }
 
 /// With `escape` first, the JIT drops thread-local accesses without a call, and the
@@ -718,4 +733,53 @@ fn a_failing_thread_stops_a_spinning_compiled_loop() {
         let e = r.out.error.expect("an error");
         assert_eq!(e.kind, ErrorKind::DivisionByZero, "{tier:?}");
     }
+}
+
+/// A chain whose passes take no `Enter`/`Exit` (`fasttrack`) gets no such events: the
+/// call context comes from the stack the tier keeps (the interpreter's frames, the
+/// JIT's shadow stack). Its warnings, each access with its whole stack, are those of
+/// the same detector behind a pass that takes every event (`count`), on both tiers
+/// and every racy corpus program.
+#[test]
+fn call_contexts_from_the_stack_equal_those_from_enter_and_exit() {
+    let mut failures = Vec::new();
+    let mut deep = 0;
+    for p in corpus("bugs").into_iter().chain(corpus("examples")) {
+        let Some(prog) = compile_file(&p) else {
+            continue;
+        };
+        if is_heavy(&p) {
+            continue;
+        }
+        for tier in [Tier::Interp, Tier::Jit] {
+            for seed in [1, 2] {
+                let run = |tools: &str| {
+                    let cfg = RunConfig {
+                        tier,
+                        sched: SchedKind::Seeded(seed),
+                        tools: Some(tools.into()),
+                        ..RunConfig::default()
+                    };
+                    run_program(prog.clone(), &cfg).expect("run")
+                };
+                let (lazy, eager) = (run("fasttrack"), run("count:fasttrack"));
+                if lazy.warnings_text != eager.warnings_text {
+                    failures.push(format!(
+                        "{} {tier:?} seeded:{seed}\n--- fasttrack\n{}\n--- count:fasttrack\n{}",
+                        p.display(),
+                        lazy.warnings_text.join("\n"),
+                        eager.warnings_text.join("\n")
+                    ));
+                }
+                // Warnings whose stacks go below the thread's entry method.
+                let stacks = lazy.report["warnings"].as_array().into_iter().flatten();
+                deep += stacks
+                    .flat_map(|w| w["accesses"].as_array().into_iter().flatten())
+                    .filter(|a| a["stack"].as_array().is_some_and(|s| s.len() > 1))
+                    .count();
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(deep > 0, "no warning had a stack of more than one frame");
 }

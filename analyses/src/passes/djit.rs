@@ -94,6 +94,9 @@ impl Pass for Djit {
     fn name(&self) -> &'static str {
         "djit"
     }
+    fn wants_frames(&self) -> bool {
+        false
+    }
     fn access(&self, t: &ThreadState, _local: &mut Local, ev: &Event<'_>) -> Flow {
         let Some((loc, op, _)) = ev.kind.plain_access() else {
             return Flow::Forward;

@@ -278,8 +278,8 @@ const _: () = {
 };
 
 /// The FT2 rules, for statistics (how often each fired) and tests.
-#[derive(Copy, Clone, Debug)]
-enum Rule {
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Rule {
     ReadSameEpoch,
     ReadSharedSameEpoch,
     ReadExclusive,
@@ -317,17 +317,39 @@ const RULE_NAMES: [&str; 8] = [
     "write_shared",
 ];
 
-pub struct FastTrack {
+impl Rule {
+    /// One of the three same-epoch rules: the access changed nothing.
+    pub(crate) fn same_epoch(self) -> bool {
+        matches!(
+            self,
+            Rule::ReadSameEpoch | Rule::ReadSharedSameEpoch | Rule::WriteSameEpoch
+        )
+    }
+}
+
+/// FastTrack's shadow state of a set of locations and its rules, which report the
+/// races they find to a callback: the `fasttrack` pass's state, and `bigfoot`'s for
+/// field groups and statics, so that both have the same cells and the same inline
+/// same-epoch check ([`InlineCheck::FastTrack`] on [`FtCells::top_addr`]).
+#[derive(Default)]
+pub(crate) struct FtCells {
     /// Per location, its cell.
     cells: PageTable<Cell>,
-    shared: Arc<Shared>,
-    /// Per-thread rule counts, keyed by `tid * 8` (no downcast of the pass's
-    /// thread-local state on the hot path).
-    rules: PageTable<RuleCounts>,
     /// Per location, the trace lines of `W` and `R`, once an event with a line
     /// arrived (`lines_used`); written and read under the location's cell lock.
     lines: PageTable<Lines>,
     lines_used: AtomicBool,
+}
+
+/// Where a rule reports a race: the earlier access and the kind of race.
+pub(crate) type OnRace<'a> = &'a mut dyn FnMut(Acc, &'static str);
+
+pub struct FastTrack {
+    cells: FtCells,
+    shared: Arc<Shared>,
+    /// Per-thread rule counts, keyed by `tid * 8` (no downcast of the pass's
+    /// thread-local state on the hot path).
+    rules: PageTable<RuleCounts>,
 }
 
 fn set_acc(v: &mut Vec<Option<Acc>>, a: Acc) {
@@ -338,14 +360,36 @@ fn set_acc(v: &mut Vec<Option<Acc>>, a: Acc) {
     v[i] = Some(a);
 }
 
-impl FastTrack {
-    pub fn new(shared: &Arc<Shared>) -> Self {
-        FastTrack {
-            cells: PageTable::default(),
-            shared: shared.clone(),
-            rules: PageTable::default(),
-            lines: PageTable::default(),
-            lines_used: AtomicBool::new(false),
+impl FtCells {
+    /// The address of the cells' top level, for [`InlineCheck::FastTrack`].
+    pub(crate) fn top_addr(&self) -> u64 {
+        self.cells.top_addr()
+    }
+
+    /// FT2 `read(t,x)` of `loc` by the access `cur`, same-epoch rules first without
+    /// the lock (the test [`InlineCheck::FastTrack`] describes).
+    #[inline]
+    pub(crate) fn read(&self, t: &ThreadState, loc: Loc, cur: Acc, race: OnRace<'_>) -> Rule {
+        let h = self.cells.get(loc.key());
+        let e = t.epoch();
+        let r = h.r.load(Acquire);
+        if r == Epoch::pack(e) {
+            Rule::ReadSameEpoch
+        } else if r & SHARED_TAG != 0 && shared_clock(r, t.tid) == e.clock {
+            Rule::ReadSharedSameEpoch
+        } else {
+            self.read_locked(t, h, loc, cur, race)
+        }
+    }
+
+    /// FT2 `write(t,x)` of `loc` (see [`FtCells::read`]).
+    #[inline]
+    pub(crate) fn write(&self, t: &ThreadState, loc: Loc, cur: Acc, race: OnRace<'_>) -> Rule {
+        let h = self.cells.get(loc.key());
+        if h.w.load(Relaxed) == Epoch::pack(t.epoch()) {
+            Rule::WriteSameEpoch
+        } else {
+            self.write_locked(t, h, loc, cur, race)
         }
     }
 
@@ -360,22 +404,10 @@ impl FastTrack {
             .then(|| self.lines.get(loc.key()))
     }
 
-    fn race(r: &Reporter, loc: Loc, prev: Acc, cur: &Acc, what: &str) {
-        r.report(pair_warning(
-            WarningKind::Race,
-            "fasttrack",
-            loc,
-            &prev,
-            cur,
-            format!("{what} race"),
-        ));
-    }
-
     /// FT2 `read(t,x)` past the unlocked same-epoch check; returns the rule that
     /// applied.
-    fn read(&self, t: &ThreadState, c: &Cell, loc: Loc, cur: Acc) -> Rule {
+    fn read_locked(&self, t: &ThreadState, c: &Cell, loc: Loc, cur: Acc, race: OnRace<'_>) -> Rule {
         let e = t.epoch();
-        let rep = &self.shared.reporter;
         let lk = c.lock();
         let lines = self.lines(loc, &cur);
         let (w, r) = (Epoch::unpack(lk.w), c.r.load(Relaxed));
@@ -393,7 +425,7 @@ impl FastTrack {
         if w.tid != t.tid && !w.leq(&t.vc) {
             let line = lines.map_or(0, |l| l.w.load(Relaxed));
             let prev = unpack_acc(c.w_site.load(Relaxed), line, w, Op::Write);
-            Self::race(rep, loc, prev, &cur, "write-read");
+            race(prev, "write-read");
         }
         if lk.shared().is_some() {
             // [FT read shared]
@@ -421,9 +453,15 @@ impl FastTrack {
 
     /// FT2 `write(t,x)` past the unlocked same-epoch check; returns the rule that
     /// applied.
-    fn write(&self, t: &ThreadState, c: &Cell, loc: Loc, cur: Acc) -> Rule {
+    fn write_locked(
+        &self,
+        t: &ThreadState,
+        c: &Cell,
+        loc: Loc,
+        cur: Acc,
+        race: OnRace<'_>,
+    ) -> Rule {
         let e = t.epoch();
-        let rep = &self.shared.reporter;
         let mut lk = c.lock();
         let lines = self.lines(loc, &cur);
         let (w, r) = (Epoch::unpack(lk.w), c.r.load(Relaxed));
@@ -435,7 +473,7 @@ impl FastTrack {
         if w.tid != t.tid && !w.leq(&t.vc) {
             let line = lines.map_or(0, |l| l.w.load(Relaxed));
             let prev = unpack_acc(c.w_site.load(Relaxed), line, w, Op::Write);
-            Self::race(rep, loc, prev, &cur, "write-write");
+            race(prev, "write-write");
         }
         let rule = match lk.shared() {
             // [FT read-write race]
@@ -444,7 +482,7 @@ impl FastTrack {
                 if r.tid != t.tid && !r.leq(&t.vc) {
                     let line = lines.map_or(0, |l| l.r.load(Relaxed));
                     let prev = unpack_acc(c.r_site.load(Relaxed), line, r, Op::Read);
-                    Self::race(rep, loc, prev, &cur, "read-write");
+                    race(prev, "read-write");
                 }
                 Rule::WriteExclusive
             }
@@ -455,7 +493,7 @@ impl FastTrack {
                     if c > t.vc.get(u)
                         && let Some(prev) = accs.get(u as usize).copied().flatten()
                     {
-                        Self::race(rep, loc, prev, &cur, "read-write");
+                        race(prev, "read-write");
                     }
                 }
                 Rule::WriteShared
@@ -472,7 +510,7 @@ impl FastTrack {
 
     /// Number of locations with shadow state, and of those whose reads are shared
     /// (statistics).
-    fn census(&self) -> (usize, usize) {
+    pub(crate) fn census(&self) -> (usize, usize) {
         let (mut n, mut shared) = (0, 0);
         self.cells.for_each_cell(|c| {
             if c.w.load(Relaxed) & !LOCKED != 0 || c.r.load(Relaxed) != 0 {
@@ -482,10 +520,31 @@ impl FastTrack {
         });
         (n, shared)
     }
+}
+
+impl FastTrack {
+    pub fn new(shared: &Arc<Shared>) -> Self {
+        FastTrack {
+            cells: FtCells::default(),
+            shared: shared.clone(),
+            rules: PageTable::default(),
+        }
+    }
+
+    fn race(r: &Reporter, loc: Loc, prev: Acc, cur: &Acc, what: &str) {
+        r.report(pair_warning(
+            WarningKind::Race,
+            "fasttrack",
+            loc,
+            &prev,
+            cur,
+            format!("{what} race"),
+        ));
+    }
 
     /// Number of locations with shadow state (statistics).
     pub fn locations(&self) -> usize {
-        self.census().0
+        self.cells.census().0
     }
 }
 
@@ -493,31 +552,21 @@ impl Pass for FastTrack {
     fn name(&self) -> &'static str {
         "fasttrack"
     }
+    fn wants_frames(&self) -> bool {
+        false
+    }
     fn access(&self, t: &ThreadState, _local: &mut Local, ev: &Event<'_>) -> Flow {
+        let rep = &self.shared.reporter;
         let rule = match ev.kind {
             EventKind::Read { loc } => {
-                let key = loc.key();
-                let h = self.cells.get(key);
-                let e = t.epoch();
-                let r = h.r.load(Acquire);
-                if r == Epoch::pack(e) {
-                    Rule::ReadSameEpoch
-                } else if r & SHARED_TAG != 0 && shared_clock(r, t.tid) == e.clock {
-                    Rule::ReadSharedSameEpoch
-                } else {
-                    let cur = Acc::of(t, ev, Op::Read);
-                    self.read(t, h, loc, cur)
-                }
+                let cur = Acc::of(t, ev, Op::Read);
+                let mut race = |prev, what| Self::race(rep, loc, prev, &cur, what);
+                self.cells.read(t, loc, cur, &mut race)
             }
             EventKind::Write { loc, .. } => {
-                let key = loc.key();
-                let h = self.cells.get(key);
-                if h.w.load(Relaxed) == Epoch::pack(t.epoch()) {
-                    Rule::WriteSameEpoch
-                } else {
-                    let cur = Acc::of(t, ev, Op::Write);
-                    self.write(t, h, loc, cur)
-                }
+                let cur = Acc::of(t, ev, Op::Write);
+                let mut race = |prev, what| Self::race(rep, loc, prev, &cur, what);
+                self.cells.write(t, loc, cur, &mut race)
             }
             _ => return Flow::Forward,
         };
@@ -550,7 +599,7 @@ impl Pass for FastTrack {
         }
     }
     fn stats(&self) -> Option<serde_json::Value> {
-        let (locations, shared) = self.census();
+        let (locations, shared) = self.cells.census();
         let mut v = serde_json::json!({
             "locations": locations,
             "read_shared_locations": shared,

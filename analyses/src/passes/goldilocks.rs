@@ -318,6 +318,9 @@ impl Pass for Goldilocks {
     fn name(&self) -> &'static str {
         "goldilocks"
     }
+    fn wants_frames(&self) -> bool {
+        false
+    }
     fn thread_local(&self) -> Box<Local> {
         Box::new(LocalCounts::default())
     }

@@ -45,6 +45,9 @@ pub struct JitThread {
     pub max_steps: u64,
     /// The shadow stack: `max_depth + 1` words.
     pub frames: *mut u64,
+    /// Without `JitOptions::frame_events`: every frame below this depth is as the
+    /// chain last saw it ([`JitThread::sync_stack`]); a call lowers it to its depth.
+    pub frames_low: u64,
     /// The run's stop flag, polled at loop back-edges.
     pub abort: *const AtomicBool,
     pub tid: u64,
@@ -72,6 +75,7 @@ pub const OFF_MAX_DEPTH: i32 = offset_of!(JitThread, max_depth) as i32;
 pub const OFF_STEPS: i32 = offset_of!(JitThread, steps) as i32;
 pub const OFF_MAX_STEPS: i32 = offset_of!(JitThread, max_steps) as i32;
 pub const OFF_FRAMES: i32 = offset_of!(JitThread, frames) as i32;
+pub const OFF_FRAMES_LOW: i32 = offset_of!(JitThread, frames_low) as i32;
 pub const OFF_ABORT: i32 = offset_of!(JitThread, abort) as i32;
 pub const OFF_TID: i32 = offset_of!(JitThread, tid) as i32;
 pub const OFF_INLINE_DROPS: i32 = offset_of!(JitThread, inline_drops) as i32;
@@ -88,10 +92,10 @@ pub const INLINE_OBJ: usize = 1;
 pub const INLINE_FAST: usize = 2;
 pub const INLINE_FAST_SHARED: usize = 3;
 
-/// A shadow-stack entry.
+/// A shadow-stack entry: the chain's packed frame (`analyses::ctx::pack_frame`).
 #[inline]
 pub fn pack_frame(func: FuncId, call_site: SiteId) -> u64 {
-    ((func.0 as u64) << 32) | call_site.0 as u64
+    analyses::ctx::pack_frame(analyses::MethodId(func.0), analyses::SiteId(call_site.0))
 }
 
 impl JitThread {
@@ -100,6 +104,8 @@ impl JitThread {
         let mut frames_buf = vec![0u64; rt.limits.max_call_depth + 1];
         // At least one entry, so the pointer is never dangling.
         let mut inline_buf = vec![0u64; INLINE_WORDS * code.inline_sites.len().max(1)];
+        let mut hook = hook;
+        hook.stack_kept_by_tier();
         JitThread {
             failed: 0,
             depth: 0,
@@ -107,6 +113,7 @@ impl JitThread {
             steps: 0,
             max_steps: rt.limits.max_steps,
             frames: frames_buf.as_mut_ptr(),
+            frames_low: 0,
             abort: &code.abort as *const AtomicBool,
             tid: tid as u64,
             inline_drops: inline_buf.as_mut_ptr(),
@@ -186,6 +193,19 @@ impl JitThread {
         // SAFETY: `frames` points to `frames_buf`, which has at least one word.
         unsafe { *self.frames = pack_frame(func, site) };
         self.depth = 1;
+        self.frames_low = 0;
+    }
+
+    /// Hand the shadow stack to the chain for its call context when the chain takes
+    /// no `Enter`/`Exit` (`Hook::sync_stack`): run before every runtime function, so
+    /// before every event. Only the frames at or above `frames_low` are interned
+    /// again.
+    #[inline]
+    pub fn sync_stack(&mut self) {
+        let depth = (self.depth as usize).min(self.frames_buf.len());
+        self.hook
+            .sync_stack(&self.frames_buf[..depth], self.frames_low as usize);
+        self.frames_low = depth as u64;
     }
 
     /// The CapJava stack for an error at `site` in the innermost frame, innermost

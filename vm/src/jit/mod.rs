@@ -52,6 +52,12 @@ pub struct JitOptions {
     /// Emit the hooks of plain reads and writes (with `hooks`; off when the chain
     /// checks BigFoot's placed checks instead, `Bridge::plain_accesses`).
     pub access_hooks: bool,
+    /// Every call goes through the runtime's prologue and epilogue for the chain's
+    /// `Enter`/`Exit` events (with `hooks`). Off when the chain takes none
+    /// (`analyses::Chain::frame_events`): a call then only lowers the thread's
+    /// `frames_low` mark, and the runtime hands the shadow stack to the chain when
+    /// an event needs the call context (`abi::JitThread::hook`).
+    pub frame_events: bool,
     /// `--sched seeded:N`: emit the scheduling points.
     pub seeded: bool,
     /// `--max-steps` is set: count executed blocks.
@@ -77,6 +83,9 @@ pub struct InlineDetector {
     /// The check sits behind the first pass's header filter: only accesses the
     /// filter lets through, and no reference writes, are checked inline.
     pub behind_filter: bool,
+    /// The test decides BigFoot's field checks (`InlineCheck::FieldChecks`), not
+    /// plain accesses.
+    pub field_checks: bool,
 }
 
 /// A test on an object's header word that decides, without a call, that the first
@@ -131,6 +140,7 @@ impl JitOptions {
         JitOptions {
             hooks: rt.bridge.is_some(),
             access_hooks: rt.bridge.as_ref().is_some_and(|b| b.plain_accesses),
+            frame_events: rt.bridge.as_ref().is_some_and(|b| b.chain.frame_events()),
             seeded: rt.seeded,
             count_steps: rt.limits.max_steps != u64::MAX,
             inline_filter: rt.bridge.as_ref().and_then(|b| {
@@ -143,11 +153,20 @@ impl JitOptions {
             inline_check: rt
                 .bridge
                 .as_ref()
-                .filter(|b| cfg!(target_arch = "x86_64") && b.plain_accesses)
+                .filter(|_| cfg!(target_arch = "x86_64"))
                 .and_then(|b| {
+                    use analyses::pass::InlineCheck;
                     let (check, behind_filter) = b.chain.inline_check()?;
-                    let analyses::pass::InlineCheck::FastTrack { top } = check;
-                    Some(InlineDetector { top, behind_filter })
+                    let (top, field_checks) = match check {
+                        InlineCheck::FastTrack { top } if b.plain_accesses => (top, false),
+                        InlineCheck::FieldChecks { top } if !behind_filter => (top, true),
+                        _ => return None,
+                    };
+                    Some(InlineDetector {
+                        top,
+                        behind_filter,
+                        field_checks,
+                    })
                 }),
         }
     }

@@ -241,7 +241,10 @@ fn guarded(t: *mut JitThread, f: impl FnOnce(&mut JitThread) -> Result<u64, Stop
     // SAFETY: generated code passes the context of the thread it runs on, which is
     // alive for the whole call and not otherwise borrowed meanwhile.
     let t = unsafe { &mut *t };
-    let r = catch_unwind(AssertUnwindSafe(|| f(&mut *t)));
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        t.sync_stack();
+        f(&mut *t)
+    }));
     match r {
         Ok(Ok(v)) => v,
         Ok(Err(Stop)) => {

@@ -28,8 +28,8 @@ use crate::layout;
 
 use super::abi::{
     INLINE_COUNT, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_WORDS, OFF_ABORT, OFF_DEPTH,
-    OFF_EPOCH, OFF_FAILED, OFF_FRAMES, OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_STEPS,
-    OFF_TID, pack_frame,
+    OFF_EPOCH, OFF_FAILED, OFF_FRAMES, OFF_FRAMES_LOW, OFF_INLINE_DROPS, OFF_MAX_DEPTH,
+    OFF_MAX_STEPS, OFF_STEPS, OFF_TID, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -476,7 +476,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let check = self
             .opts()
             .inline_check
-            .filter(|c| !c.behind_filter || (mask.is_some() && !ref_write));
+            .filter(|c| !c.field_checks && (!c.behind_filter || (mask.is_some() && !ref_write)));
         if mask.is_none() && check.is_none() {
             self.call_rt(rt, args);
             return;
@@ -634,8 +634,14 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     // ------------------------------------------------------- method prologue
 
+    /// The prologue and epilogue call the runtime: for a `synchronized` method's
+    /// monitor, the chain's `Enter`/`Exit` (if it takes them), and the `Begin`/`End`
+    /// of a `deterministic` or `atomic` method.
     fn needs_frame_hooks(&self) -> bool {
-        self.func.is_synchronized || self.opts().hooks
+        let f = self.func;
+        f.is_synchronized
+            || (self.opts().hooks
+                && (self.opts().frame_events || f.is_deterministic || f.is_atomic))
     }
 
     /// Acquire (synchronized), enter, begin: `runtime_fns::jit_prologue`.
@@ -1170,6 +1176,13 @@ impl<'a, 'b> Translator<'a, 'b> {
         let slot = self.b.ins().iadd(frames, off);
         let packed = self.iconst(pack_frame(f, site) as i64);
         self.b.ins().store(m, packed, slot, 0);
+        if self.opts().hooks && !self.opts().frame_events {
+            // The frame at `depth` changed: the chain's call context is interned
+            // again from there when the next event needs it (`JitThread::sync_stack`).
+            let low = self.b.ins().load(I64, m, self.ctx, OFF_FRAMES_LOW);
+            let low = self.b.ins().umin(low, depth);
+            self.b.ins().store(m, low, self.ctx, OFF_FRAMES_LOW);
+        }
         let one = self.iconst(1);
         let deeper = self.b.ins().iadd(depth, one);
         self.b.ins().store(m, deeper, self.ctx, OFF_DEPTH);
@@ -1200,10 +1213,29 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.fallible(Rt::Fork, &[fv, buf, n], site, Some(dst));
     }
 
-    /// A BigFoot check: one call per field group or range (`rtops::emit_check`).
+    /// A BigFoot check: one call per field group or range (`rtops::emit_check`); a
+    /// field group's call behind the detector's inline same-epoch check when it
+    /// offers one for field checks (`InlineDetector::field_checks`).
     fn check(&mut self, target: &CheckTarget, write: bool, site: SiteId) {
         if !self.opts().hooks {
             return;
+        }
+        if let Some(c) = self.opts().inline_check.filter(|c| c.field_checks) {
+            // (object, representative slot, mask, kind) of each call.
+            let groups: Vec<(Value, u32, u64, i64)> = match target {
+                CheckTarget::Fields { obj, groups, .. } => {
+                    let o = self.use_(*obj);
+                    groups.iter().map(|(r, m)| (o, *r, *m, 0)).collect()
+                }
+                CheckTarget::Static { field } => vec![(self.statics(), field.0, 0, 2)],
+                _ => Vec::new(),
+            };
+            if !groups.is_empty() {
+                for (o, rep, mask, kind) in groups {
+                    self.inline_field_check(c, o, rep, mask, kind, write, site);
+                }
+                return;
+            }
         }
         let w = write as i64;
         let calls: Vec<[Value; 5]> = match target {
@@ -1247,6 +1279,42 @@ impl<'a, 'b> Translator<'a, 'b> {
         for [k, a, x, y, z] in calls {
             self.call_rt(Rt::Check, &[k, a, x, y, z, s]);
         }
+    }
+
+    /// One field-group (`kind` 0, `o` the object) or static (`kind` 2, `o` the
+    /// statics object, `mask` 0) check with representative slot `rep`, behind the
+    /// detector's inline same-epoch test: the call only when the test misses.
+    #[allow(clippy::too_many_arguments)]
+    fn inline_field_check(
+        &mut self,
+        c: InlineDetector,
+        o: Value,
+        rep: u32,
+        mask: u64,
+        kind: i64,
+        write: bool,
+        site: SiteId,
+    ) {
+        let entry = self.tables.inline_sites.len();
+        self.tables.inline_sites.push(InlineSite {
+            site,
+            is_write: write,
+            slot: rep,
+        });
+        let call = self.b.create_block();
+        let cont = self.b.create_block();
+        let r = self.iconst(rep as i64);
+        self.same_epoch_check(c, o, r, write, entry, call, cont);
+        self.b.switch_to_block(call);
+        let k = self.iconst(kind + write as i64);
+        let m = self.iconst(mask as i64);
+        let z = self.iconst(0);
+        let s = self.iconst(site.0 as i64);
+        // Field group: (k, obj, rep, mask, 0); static: (k, 0, index, 0, 0).
+        let x = if kind == 2 { z } else { o };
+        self.call_rt(Rt::Check, &[k, x, r, m, z, s]);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
     }
 
     fn spec(&mut self, spec: Spec, end: bool, site: SiteId) {

@@ -1,6 +1,7 @@
 //! One BigFoot shadow location: FastTrack's state (Flanagan & Freund, PLDI'09, with
 //! the revised "FT2" rules: Rhodes, *Access Classification for Race Detection
-//! Optimization*, §1.5) for a field group, a static or a cell of an array shadow.
+//! Optimization*, §1.5) for a cell of an array shadow (field groups and statics use
+//! FastTrack's own cells, `super::super::fasttrack::FtCells`).
 //! Plain data, so a cell can be copied when an array shadow is refined (losslessly).
 
 use crate::ctx::CtxId;

@@ -7,8 +7,10 @@
 //!   (`lang::bigfoot`) leaves in the program. Plain accesses are not checked: each
 //!   has a covering check (they pass on to later passes untouched). Every
 //!   synchronization event first commits the thread's array footprint.
-//! - State: per field group and per static one FastTrack cell ([`cell::Cell`]: last
-//!   write epoch, read epoch or read-shared clock), checked at once; per array an
+//! - State: per field group and per static one of FastTrack's own cells
+//!   ([`super::fasttrack::FtCells`]: last write epoch, read epoch or read-shared
+//!   clock), checked at once, whose same-epoch rules the JIT decides inline like
+//!   FastTrack's ([`crate::pass::InlineCheck::FieldChecks`]); per array an
 //!   adaptive shadow ([`array::ArrayShadow`]) whose cells are checked when a thread
 //!   commits its footprint: the element ranges it checked since its last
 //!   synchronization, merged as they arrive. The commit runs before the event's
@@ -33,12 +35,13 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::event::{CheckSpan, Event, EventKind, Loc, ObjId, Op};
-use crate::pass::{Flow, Local, Pass};
+use crate::pass::{Flow, InlineCheck, InlineChecks, Local, Pass};
 use crate::report::WarningKind;
 use crate::shared::Shared;
 use crate::spin::SpinCell;
 use crate::thread::ThreadState;
 
+use super::fasttrack::FtCells;
 use super::shadow::{Acc, Shadow, pair_warning};
 use array::{ArrayShadow, Mode, Range, Touched};
 use cell::{Cell, Race};
@@ -57,8 +60,6 @@ struct Entry {
 struct BfLocal {
     footprint: Vec<Entry>,
     counts: Counts,
-    /// The thread's own same-epoch cache (see [`EpochCache`]).
-    seen: EpochCache,
     /// Arrays this thread knows to have fine shadows (see [`FineCache`]).
     fine: FineCache,
 }
@@ -102,50 +103,6 @@ impl FineCache {
     }
 }
 
-/// Which field groups this thread has already checked in its current epoch, and how
-/// (direct-mapped, so a miss only costs the shadow check). Exactly FastTrack's
-/// same-epoch rules, decided without touching the shared cell: after a read check by
-/// `t` in epoch `E`, no other thread's access can be ordered after it until `t`'s
-/// clock moves (every operation that orders `t` before another thread increments it),
-/// so `R` is still `E` or a shared clock with `R[t] = E` ([FT read same epoch], [FT
-/// read shared same epoch]); after a write check `W` is still `E` unless a racing
-/// write replaced it, which was reported then ([FT write same epoch]).
-struct EpochCache {
-    keys: Box<[u64]>,
-    /// `clock << 1 | write` of the entry's last check; 0 = empty.
-    marks: Box<[u64]>,
-}
-
-const CACHE: usize = 1024;
-
-impl Default for EpochCache {
-    fn default() -> Self {
-        EpochCache {
-            keys: vec![0; CACHE].into_boxed_slice(),
-            marks: vec![0; CACHE].into_boxed_slice(),
-        }
-    }
-}
-
-impl EpochCache {
-    fn slot(key: u64) -> usize {
-        ((key >> 3) ^ (key >> 13)) as usize & (CACHE - 1)
-    }
-    /// Whether a check of `key` with `write` in the epoch of `clock` needs no shadow
-    /// check.
-    fn hit(&self, key: u64, clock: u32, write: bool) -> bool {
-        let i = Self::slot(key);
-        let m = self.marks[i];
-        self.keys[i] == key && m >> 1 == clock as u64 && (m & 1 == 1 || !write)
-    }
-    fn record(&mut self, key: u64, clock: u32, write: bool) {
-        let i = Self::slot(key);
-        let keep_write = self.keys[i] == key && self.marks[i] == ((clock as u64) << 1 | 1);
-        self.keys[i] = key;
-        self.marks[i] = (clock as u64) << 1 | u64::from(write || keep_write);
-    }
-}
-
 #[derive(Default, Clone, Copy)]
 struct Counts {
     /// Check events received.
@@ -156,7 +113,8 @@ struct Counts {
     shadow_checks: u64,
     /// Footprint commits (synchronization events with a non-empty footprint).
     commits: u64,
-    /// Field checks decided by the thread's same-epoch cache (no shadow check).
+    /// Field and static checks decided by FastTrack's same-epoch rules on the
+    /// cell's hot words (no shadow update), here or inline in generated code.
     same_epoch: u64,
 }
 
@@ -179,9 +137,10 @@ const FOOTPRINT_LIMIT: usize = 4096;
 
 pub struct BigFoot {
     shared: Arc<Shared>,
-    /// Boxed: the shadow table has a slot per heap word of every touched page, and
-    /// field groups use only one slot per group.
-    fields: Shadow<Box<Cell>>,
+    /// Per field group (keyed by its representative field) and per static:
+    /// FastTrack's cells, whose same-epoch rules a producer may decide inline
+    /// ([`Pass::inline_check`]).
+    fields: FtCells,
     /// Boxed for the same reason (one slot per array in a page of slots).
     arrays: Shadow<Box<ArrayShadow>>,
     totals: Mutex<Counts>,
@@ -191,7 +150,7 @@ impl BigFoot {
     pub fn new(shared: &Arc<Shared>) -> Self {
         BigFoot {
             shared: shared.clone(),
-            fields: Shadow::default(),
+            fields: FtCells::default(),
             arrays: Shadow::default(),
             totals: Mutex::new(Counts::default()),
         }
@@ -230,17 +189,16 @@ impl BigFoot {
         mask: u64,
         cur: Acc,
     ) {
-        let (key, clock, write) = (loc.key(), t.epoch().clock, op == Op::Write);
-        if l.seen.hit(key, clock, write) {
+        let mut races = Vec::new();
+        let mut race = |prev, what| races.push(Race { prev, what });
+        let rule = match op {
+            Op::Read => self.fields.read(t, loc, cur, &mut race),
+            Op::Write => self.fields.write(t, loc, cur, &mut race),
+        };
+        if rule.same_epoch() {
             l.counts.same_epoch += 1;
             return;
         }
-        l.seen.record(key, clock, write);
-        let mut races = Vec::new();
-        self.fields.with(loc, Box::default, |c| match op {
-            Op::Read => c.read(t, cur, &mut races),
-            Op::Write => c.write(t, cur, &mut races),
-        });
         l.counts.shadow_checks += 1;
         if races.is_empty() {
             return;
@@ -461,7 +419,7 @@ impl BigFoot {
             *modes.entry(a.mode().name()).or_default() += 1;
             cells += a.cells();
         });
-        serde_json::json!({ "arrays": modes, "array_cells": cells, "field_cells": self.fields.len() })
+        serde_json::json!({ "arrays": modes, "array_cells": cells, "field_cells": self.fields.census().0 })
     }
 }
 
@@ -489,6 +447,9 @@ fn is_sync(kind: &EventKind<'_>) -> bool {
 impl Pass for BigFoot {
     fn name(&self) -> &'static str {
         "bigfoot"
+    }
+    fn wants_frames(&self) -> bool {
+        false
     }
 
     fn thread_local(&self) -> Box<Local> {
@@ -557,6 +518,24 @@ impl Pass for BigFoot {
             self.totals.lock().add(&l.counts);
             l.counts = Counts::default();
         }
+    }
+
+    /// FastTrack's same-epoch test on the field cells, for a producer to decide
+    /// field checks inline ([`InlineCheck::FieldChecks`]).
+    fn inline_check(&self) -> Option<InlineCheck> {
+        Some(InlineCheck::FieldChecks {
+            top: self.fields.top_addr(),
+        })
+    }
+
+    /// Field checks decided inline: checks decided by the same-epoch rules.
+    fn inline_checked(&self, _t: &ThreadState, local: &mut Local, checks: &[InlineChecks]) {
+        let Some(l) = local_of(local) else {
+            return;
+        };
+        let n: u64 = checks.iter().map(|c| c.reads() + c.writes_same).sum();
+        l.counts.checks += n;
+        l.counts.same_epoch += n;
     }
 
     fn stats(&self) -> Option<serde_json::Value> {

@@ -152,6 +152,9 @@ impl Pass for Escape {
     fn name(&self) -> &'static str {
         "escape"
     }
+    fn wants_frames(&self) -> bool {
+        false
+    }
 
     fn thread_local(&self) -> Box<Local> {
         Box::new(EscapeLocal::default())
