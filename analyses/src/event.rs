@@ -179,13 +179,17 @@ pub enum CheckSpan {
     /// Array elements `lo..hi:step` of the array `loc.obj`, `lo = loc.slot`, of an
     /// array of `len` elements (half-open; `lo < hi <= len`).
     Range { hi: u32, step: u32, len: u32 },
+    /// Element `loc.slot` of the array `loc.obj` of `len` elements (`loc.slot < len`):
+    /// the check of one access at an index the compiler cannot put into a range,
+    /// which a producer may decide inline (`crate::pass::InlineCheck::FieldChecks`).
+    Element { len: u32 },
 }
 
 impl CheckSpan {
     /// Whether slot `slot` of `loc.obj` is among the covered locations.
     pub fn contains(&self, loc: Loc, slot: u32) -> bool {
         match *self {
-            CheckSpan::One => slot == loc.slot,
+            CheckSpan::One | CheckSpan::Element { .. } => slot == loc.slot,
             CheckSpan::Fields(m) => slot == loc.slot || (slot < 64 && m & (1u64 << slot) != 0),
             CheckSpan::Range { hi, step, .. } => {
                 slot >= loc.slot && slot < hi && (slot - loc.slot).is_multiple_of(step.max(1))

@@ -99,8 +99,9 @@ pub enum InlineCheck {
     /// program instead of plain accesses (`crate::passes::bigfoot`): a
     /// `Check` of a field group of a non-null object or of a static (`CheckSpan::One`
     /// or `CheckSpan::Fields`) at location `loc` (the group's representative field,
-    /// or the static) is decided by the test on the cell of `loc.key()`, a read
-    /// check as a read and a write check as a write. Counted like accesses ([`InlineChecks`]); the chain
+    /// or the static), or of one element (`CheckSpan::Element`, `loc.slot` inside the
+    /// array), is decided by the test on the cell of `loc.key()`, a read check as a
+    /// read and a write check as a write. Counted like accesses ([`InlineChecks`]); the chain
     /// accounts them as `Check` events.
     FieldChecks {
         /// The address of the top level (`2^TOP_BITS` pointers).
@@ -124,6 +125,9 @@ pub const FASTTRACK_SHARED_TAG: u64 = 1 << 63;
 pub struct InlineChecks {
     pub site: SiteId,
     pub rep: Loc,
+    /// Checks of array elements ([`InlineCheck::FieldChecks`], `CheckSpan::Element`),
+    /// not of fields.
+    pub elements: bool,
     /// Reads decided because the read state is this thread's current epoch.
     pub reads_same: u64,
     /// Reads decided on the shared read clock (read-shared same epoch).

@@ -150,6 +150,7 @@ fn check_events_round_trip() {
             len: 12,
         },
     ));
+    events.push(check(5, Op::Write, CheckSpan::Element { len: 12 }));
     events.push(end);
     let g = bracketed(&events, t.env.clone(), 2);
     let back = read_slp(&write_slp(&g)).unwrap();

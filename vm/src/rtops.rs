@@ -128,6 +128,8 @@ pub enum CheckOf {
     Group { obj: u64, rep: u32, mask: u64 },
     /// The static field with this index.
     Static { index: u32 },
+    /// Element `index` of the array `arr` (none if outside it).
+    Element { arr: u64, index: i64 },
     /// Elements `lo..hi:step` of the array `arr` (clamped to the array).
     Range {
         arr: u64,
@@ -163,15 +165,10 @@ pub fn check_targets(
             hi: val(*hi) as i64,
             step: *step,
         }),
-        T::Elem { arr, index } => {
-            let i = val(*index) as i64;
-            f(CheckOf::Range {
-                arr: val(*arr),
-                lo: i,
-                hi: i.saturating_add(1),
-                step: 1,
-            })
-        }
+        T::Elem { arr, index } => f(CheckOf::Element {
+            arr: val(*arr),
+            index: val(*index) as i64,
+        }),
     }
 }
 
@@ -210,6 +207,22 @@ pub fn emit_check(hook: &mut Hook, img: &Image, what: CheckOf, write: bool, site
             },
             CheckSpan::One,
         ),
+        CheckOf::Element { arr, index } => {
+            if arr == 0 {
+                return;
+            }
+            let len = heap::array_len(arr).min(u32::MAX as u64) as i64;
+            if !(0..len).contains(&index) {
+                return;
+            }
+            (
+                Loc {
+                    obj: ObjId(arr),
+                    slot: index as u32,
+                },
+                CheckSpan::Element { len: len as u32 },
+            )
+        }
         CheckOf::Range { arr, lo, hi, step } => {
             if arr == 0 {
                 return;

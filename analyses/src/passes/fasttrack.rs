@@ -382,6 +382,24 @@ impl FtCells {
         }
     }
 
+    /// Whether one of the same-epoch rules decides an access `op` of `t` to `loc`
+    /// from the hot words alone (the test [`InlineCheck::FastTrack`] describes), with
+    /// no cell created for a location that has none.
+    #[inline]
+    pub(crate) fn same_epoch(&self, t: &ThreadState, loc: Loc, op: Op) -> bool {
+        let Some(h) = self.cells.peek(loc.key()) else {
+            return false;
+        };
+        let e = t.epoch();
+        match op {
+            Op::Write => h.w.load(Relaxed) == Epoch::pack(e),
+            Op::Read => {
+                let r = h.r.load(Acquire);
+                r == Epoch::pack(e) || (r & SHARED_TAG != 0 && shared_clock(r, t.tid) == e.clock)
+            }
+        }
+    }
+
     /// FT2 `write(t,x)` of `loc` (see [`FtCells::read`]).
     #[inline]
     pub(crate) fn write(&self, t: &ThreadState, loc: Loc, cur: Acc, race: OnRace<'_>) -> Rule {
@@ -390,6 +408,32 @@ impl FtCells {
             Rule::WriteSameEpoch
         } else {
             self.write_locked(t, h, loc, cur, race)
+        }
+    }
+
+    /// Give `loc`, a location no access has reached yet, the state of a cell kept
+    /// elsewhere until now (BigFoot's array shadow going fine): the last write, the
+    /// reads with their accesses, and whether the reads are shared.
+    pub(crate) fn install(
+        &self,
+        loc: Loc,
+        w: Option<(Epoch, Acc)>,
+        reads: &[(Epoch, Acc)],
+        shared: bool,
+    ) {
+        let c = self.cells.get(loc.key());
+        let mut lk = c.lock();
+        if shared {
+            for (e, a) in reads {
+                lk.set_shared(e.tid, e.clock, *a);
+            }
+        } else if let Some((e, a)) = reads.first() {
+            c.r_site.store(pack_site(a), Relaxed);
+            c.r.store(Epoch::pack(*e), Release);
+        }
+        if let Some((e, a)) = w {
+            c.w_site.store(pack_site(&a), Relaxed);
+            lk.w = Epoch::pack(e);
         }
     }
 

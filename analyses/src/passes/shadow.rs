@@ -117,6 +117,32 @@ impl<C: Default> PageTable<C> {
         unsafe { &*leaf.add(li) }
     }
 
+    /// The cell of `key` if its leaf exists (never creates one).
+    #[inline]
+    pub fn peek(&self, key: u64) -> Option<&C> {
+        if key & 7 != 0 || key >= DIRECT_LIMIT {
+            let map = self.overflow.lock();
+            let cell: *const C = &**map.get(&key)?;
+            // SAFETY: as in `get_overflow`.
+            return Some(unsafe { &*cell });
+        }
+        let w = key >> 3;
+        let ti = (w >> (LEAF_BITS + MID_BITS)) as usize;
+        let mi = ((w >> LEAF_BITS) & ((1 << MID_BITS) - 1)) as usize;
+        let li = (w & (LEAF as u64 - 1)) as usize;
+        let mid = self.top[ti].load(Ordering::Acquire);
+        if mid.is_null() {
+            return None;
+        }
+        // SAFETY: as in `get`.
+        let leaf = unsafe { &*mid.add(mi) }.load(Ordering::Acquire);
+        if leaf.is_null() {
+            return None;
+        }
+        // SAFETY: as in `get`.
+        Some(unsafe { &*leaf.add(li) })
+    }
+
     #[cold]
     fn get_overflow(&self, key: u64) -> &C {
         let mut map = self.overflow.lock();

@@ -204,6 +204,10 @@ impl W {
                         self.u(step as u64);
                         self.u(len as u64);
                     }
+                    CheckSpan::Element { len } => {
+                        self.u(3);
+                        self.u(len as u64);
+                    }
                 }
             }
         }
@@ -425,6 +429,9 @@ impl R<'_> {
                     2 => CheckSpan::Range {
                         hi: self.u32("range end")?,
                         step: self.u32("range step")?,
+                        len: self.u32("array length")?,
+                    },
+                    3 => CheckSpan::Element {
                         len: self.u32("array length")?,
                     },
                     x => return self.err(span_at, format!("unknown check span {x}")),

@@ -160,7 +160,7 @@ impl JitThread {
     /// far, per site (sorted), with the last object each site accessed; the counters
     /// are reset.
     pub fn take_inline_checks(&mut self) -> Vec<InlineChecks> {
-        let mut by_site: BTreeMap<u32, InlineChecks> = BTreeMap::new();
+        let mut by_site: BTreeMap<(u32, bool), InlineChecks> = BTreeMap::new();
         for (i, s) in self.code.inline_sites.iter().enumerate() {
             let w = &mut self.inline_buf[i * INLINE_WORDS..(i + 1) * INLINE_WORDS];
             let fast = std::mem::take(&mut w[INLINE_FAST]);
@@ -168,16 +168,19 @@ impl JitThread {
             if fast + shared == 0 {
                 continue;
             }
-            let c = by_site.entry(s.site.0).or_insert(InlineChecks {
-                site: analyses::SiteId(s.site.0),
-                rep: Loc {
-                    obj: ObjId(w[INLINE_OBJ]),
-                    slot: s.slot,
-                },
-                reads_same: 0,
-                reads_shared_same: 0,
-                writes_same: 0,
-            });
+            let c = by_site
+                .entry((s.site.0, s.elements))
+                .or_insert(InlineChecks {
+                    site: analyses::SiteId(s.site.0),
+                    rep: Loc {
+                        obj: ObjId(w[INLINE_OBJ]),
+                        slot: s.slot,
+                    },
+                    elements: s.elements,
+                    reads_same: 0,
+                    reads_shared_same: 0,
+                    writes_same: 0,
+                });
             if s.is_write {
                 c.writes_same += fast;
             } else {

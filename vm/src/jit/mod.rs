@@ -187,6 +187,8 @@ impl JitOptions {
 pub struct InlineSite {
     pub site: SiteId,
     pub is_write: bool,
+    /// A BigFoot element check (`InlineDetector::field_checks`), not a field.
+    pub elements: bool,
     /// The field's slot (0 for an element: the name of an array location does not
     /// depend on the index).
     pub slot: u32,

@@ -489,7 +489,7 @@ extern "C" fn jit_ev_read(t: *mut JitThread, o: u64, slot: u64, s: u64) {
 
 /// A BigFoot check (`translate`'s `check`): `which` is `kind * 2 + write` with kind
 /// 0 = field group (`obj`, representative `x`, mask `y`), 1 = static (index `x`),
-/// 2 = elements `x..y:z` of the array `obj`.
+/// 2 = elements `x..y:z` of the array `obj`, 3 = element `x` of the array `obj`.
 extern "C" fn jit_check(t: *mut JitThread, which: u64, obj: u64, x: u64, y: u64, z: u64, s: u64) {
     hook(t, |t| {
         let what = match which / 2 {
@@ -499,6 +499,10 @@ extern "C" fn jit_check(t: *mut JitThread, which: u64, obj: u64, x: u64, y: u64,
                 mask: y,
             },
             1 => rtops::CheckOf::Static { index: x as u32 },
+            3 => rtops::CheckOf::Element {
+                arr: obj,
+                index: x as i64,
+            },
             _ => rtops::CheckOf::Range {
                 arr: obj,
                 lo: x as i64,

@@ -485,6 +485,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.tables.inline_sites.push(InlineSite {
             site,
             is_write: write.is_some(),
+            elements: false,
             slot,
         });
         let call = self.b.create_block();
@@ -1228,6 +1229,12 @@ impl<'a, 'b> Translator<'a, 'b> {
                     groups.iter().map(|(r, m)| (o, *r, *m, 0)).collect()
                 }
                 CheckTarget::Static { field } => vec![(self.statics(), field.0, 0, 2)],
+                CheckTarget::Elem { arr, index } => {
+                    let a = self.use_(*arr);
+                    let i = self.use_(*index);
+                    self.inline_element_check(c, a, i, write, site);
+                    return;
+                }
                 _ => Vec::new(),
             };
             if !groups.is_empty() {
@@ -1267,12 +1274,11 @@ impl<'a, 'b> Translator<'a, 'b> {
                 vec![[k, a, l, h, st]]
             }
             CheckTarget::Elem { arr, index } => {
-                let k = self.iconst(4 + w);
+                let k = self.iconst(6 + w);
                 let a = self.use_(*arr);
                 let i = self.use_(*index);
-                let h = self.b.ins().iadd_imm_s(i, 1);
-                let st = self.iconst(1);
-                vec![[k, a, i, h, st]]
+                let z = self.iconst(0);
+                vec![[k, a, i, z, z]]
             }
         };
         let s = self.iconst(site.0 as i64);
@@ -1299,6 +1305,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.tables.inline_sites.push(InlineSite {
             site,
             is_write: write,
+            elements: false,
             slot: rep,
         });
         let call = self.b.create_block();
@@ -1313,6 +1320,51 @@ impl<'a, 'b> Translator<'a, 'b> {
         // Field group: (k, obj, rep, mask, 0); static: (k, 0, index, 0, 0).
         let x = if kind == 2 { z } else { o };
         self.call_rt(Rt::Check, &[k, x, r, m, z, s]);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
+    }
+
+    /// An element check of `a[i]` behind the detector's inline same-epoch test on the
+    /// element's cell, for an index inside the array (otherwise the runtime finds
+    /// no element and delivers nothing): the call only when the test misses.
+    fn inline_element_check(
+        &mut self,
+        c: InlineDetector,
+        a: Value,
+        i: Value,
+        write: bool,
+        site: SiteId,
+    ) {
+        let entry = self.tables.inline_sites.len();
+        self.tables.inline_sites.push(InlineSite {
+            site,
+            is_write: write,
+            elements: true,
+            slot: 0,
+        });
+        let call = self.b.create_block();
+        let cont = self.b.create_block();
+        let test = self.b.create_block();
+        // A placed check follows its access, so `a` is not null and `i` in bounds;
+        // the test is only there because a check must never fault.
+        let ok = self.b.create_block();
+        self.b.ins().brif(a, ok, &[], call, &[]);
+        self.b.switch_to_block(ok);
+        let len = self.b.ins().load(
+            I64,
+            heap_mem(),
+            a,
+            (layout::ARRAY_LEN * layout::WORD) as i32,
+        );
+        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, i, len);
+        self.b.ins().brif(inside, test, &[], call, &[]);
+        self.b.switch_to_block(test);
+        self.same_epoch_check(c, a, i, write, entry, call, cont);
+        self.b.switch_to_block(call);
+        let k = self.iconst(6 + write as i64);
+        let z = self.iconst(0);
+        let s = self.iconst(site.0 as i64);
+        self.call_rt(Rt::Check, &[k, a, i, z, z, s]);
         self.b.ins().jump(cont, &[]);
         self.b.switch_to_block(cont);
     }

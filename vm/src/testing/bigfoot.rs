@@ -83,7 +83,7 @@ pub enum Step {
 /// The locations a check covers.
 fn span_locs(loc: Loc, span: CheckSpan) -> Vec<Loc> {
     match span {
-        CheckSpan::One => vec![loc],
+        CheckSpan::One | CheckSpan::Element { .. } => vec![loc],
         CheckSpan::Fields(mask) => {
             let mut v: Vec<Loc> = (0..64)
                 .filter(|s| mask & (1u64 << s) != 0)

@@ -11,13 +11,15 @@
 //!   cells, as long as the intervals stay few.
 //! - *Stride(k)*: cell `r` holds the elements `≡ r (mod k)`, entered from the single
 //!   coarse cell when a footprint is made of whole residue classes (even/odd halves).
-//! - *Fine*: one cell per element in a plain array indexed by the element, each cell
-//!   under its own lock (the same direct mapping as FastTrack's per-element shadow, so
-//!   the fallback is never slower than it). Entered when a footprint does not fit the
-//!   strides, or when the intervals would become too many to be cheaper than one cell
-//!   per element ([`dense_limit`]). Terminal: a fine shadow is never refined or moved again, so a
-//!   thread may keep a pointer to its cells ([`ArrayShadow::fine_cells`]) and check
-//!   elements at once, without the array's lock and without a footprint.
+//! - *Fine*: one cell per element, FastTrack's own cell of the element's location
+//!   (`super::super::fasttrack::FtCells`, the pass's table for field groups too), so
+//!   the fallback costs what FastTrack costs and its same-epoch checks can be decided
+//!   inline. Entered when a footprint does not fit the strides, or when the intervals
+//!   would become too many to be cheaper than one cell per element ([`dense_limit`]):
+//!   every element's cell is then installed as a copy of the cell that held it.
+//!   Terminal: a fine shadow is never refined again, so a thread that saw it fine
+//!   ([`ArrayShadow::is_fine`]) checks elements at once, without the array's lock and
+//!   without a footprint.
 //!
 //! Refinement is lossless: a new cell starts as a copy of the cell that held its
 //! elements. A cell is only checked when the footprint covers all of it, and covers it
@@ -30,7 +32,6 @@
 use std::collections::BTreeMap;
 
 use super::cell::Cell;
-use crate::spin::SpinCell;
 
 /// One footprint range of a thread on one array: `lo..hi:step`, read or write.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -119,8 +120,8 @@ enum Rep {
     /// Cell start → cell; a cell ends where the next starts (or at the length).
     Intervals(BTreeMap<u32, Cell>),
     Stride(u32, Vec<Cell>),
-    /// One cell per element, indexed by the element (terminal).
-    Fine(Box<[SpinCell<Cell>]>),
+    /// One cell per element, outside the shadow (terminal).
+    Fine,
 }
 
 /// Cells past which intervals are converted to one cell per element: when the
@@ -130,15 +131,36 @@ pub fn dense_limit(len: u32) -> usize {
     (len as usize / 32).max(32)
 }
 
-/// One fine cell per element, each a copy of `cell_of(element)`.
-fn fine(len: u32, cell_of: impl Fn(u32) -> Cell) -> Box<[SpinCell<Cell>]> {
-    (0..len)
-        .map(|e| {
-            let c = SpinCell::default();
-            *c.lock() = cell_of(e);
-            c
-        })
-        .collect()
+/// A cell's state as [`Cell::state`] gives it.
+pub type CellState = (
+    Option<(crate::vc::Epoch, crate::passes::shadow::Acc)>,
+    Vec<(crate::vc::Epoch, crate::passes::shadow::Acc)>,
+    bool,
+);
+
+/// Where a shadow going fine puts each element's cell: `install(e, cell)` gives
+/// element `e` a copy of `cell` (called only for cells with state).
+pub type Install<'a> = &'a mut dyn FnMut(u32, &Cell);
+
+/// The element checks of fine cells for the footprint `ranges`: once per range that
+/// touches an element, the write ranges first (so a read check of an element this
+/// thread write-checked in the same epoch finds it write-checked).
+pub fn fine_touches(ranges: &[Range]) -> impl Iterator<Item = Touched> + '_ {
+    [true, false].into_iter().flat_map(move |write| {
+        ranges
+            .iter()
+            .enumerate()
+            .filter(move |(_, r)| r.write == write)
+            .flat_map(move |(i, r)| {
+                (r.lo..r.hi).step_by(r.step as usize).map(move |e| Touched {
+                    lo: e,
+                    hi: e + 1,
+                    step: 1,
+                    write,
+                    range: i,
+                })
+            })
+    })
 }
 
 pub struct ArrayShadow {
@@ -170,45 +192,49 @@ impl ArrayShadow {
             Rep::Intervals(m) if m.len() == 1 => Mode::Coarse,
             Rep::Intervals(_) => Mode::Intervals,
             Rep::Stride(k, _) => Mode::Stride(*k),
-            Rep::Fine(..) => Mode::Fine,
+            Rep::Fine => Mode::Fine,
         }
     }
 
-    /// Number of cells with state.
+    /// Number of cells (for a fine shadow, one per element, kept outside).
     pub fn cells(&self) -> usize {
         match &self.rep {
             Rep::Intervals(m) => m.len(),
             Rep::Stride(_, v) => v.len(),
-            Rep::Fine(v) => v.len(),
+            Rep::Fine => self.len as usize,
         }
     }
 
-    /// The cells of a fine shadow (one per element, each under its own lock). They
-    /// never move or go away while the shadow lives: a fine shadow is never refined.
-    pub fn fine_cells(&self) -> Option<&[SpinCell<Cell>]> {
-        match &self.rep {
-            Rep::Fine(v) => Some(v),
-            _ => None,
-        }
+    /// Whether the shadow is fine: its cells are the elements' own, outside, and it
+    /// never changes again.
+    pub fn is_fine(&self) -> bool {
+        matches!(self.rep, Rep::Fine)
     }
 
     /// Convert intervals to fine cells (each a copy of its interval's cell).
-    fn intervals_to_fine(&mut self) {
+    fn intervals_to_fine(&mut self, install: Install<'_>) {
         if let Rep::Intervals(m) = &self.rep {
             let starts: Vec<(u32, &Cell)> = m.iter().map(|(s, c)| (*s, c)).collect();
-            let cells = fine(self.len, |e| {
-                let i = starts.partition_point(|(s, _)| *s <= e);
-                starts[i.saturating_sub(1)].1.clone()
-            });
-            self.rep = Rep::Fine(cells);
+            for (i, (s, c)) in starts.iter().enumerate() {
+                let end = starts.get(i + 1).map_or(self.len, |n| n.0);
+                if !c.is_empty() {
+                    (*s..end).for_each(|e| install(e, c));
+                }
+            }
+            self.rep = Rep::Fine;
         }
     }
 
     /// Refine for the footprint `ranges` (non-empty, normalized, inside the array) and
-    /// apply `check` to every cell it touches: once, in index order, for intervals
-    /// and strides; once per range touching it, the write ranges first, for fine
-    /// cells.
-    pub fn commit(&mut self, ranges: &[Range], mut check: impl FnMut(Touched, &mut Cell)) {
+    /// apply `check` to every cell it touches, once, in index order. Returns false
+    /// when the shadow is (now) fine instead: its cells were handed to `install`, and
+    /// the caller checks the elements ([`fine_touches`]).
+    pub fn commit(
+        &mut self,
+        ranges: &[Range],
+        install: Install<'_>,
+        mut check: impl FnMut(Touched, &mut Cell),
+    ) -> bool {
         let len = self.len;
         // Whole residue classes of one stride, on a never-refined array: strides.
         if let Rep::Intervals(m) = &self.rep
@@ -242,16 +268,22 @@ impl ArrayShadow {
                     };
                     check(t, &mut cells[c as usize]);
                 }
-                return;
+                return true;
             }
             let parent = std::mem::take(cells);
-            self.rep = Rep::Fine(fine(len, |e| parent[(e % k) as usize].clone()));
+            for e in 0..len {
+                let c = &parent[(e % k) as usize];
+                if !c.is_empty() {
+                    install(e, c);
+                }
+            }
+            self.rep = Rep::Fine;
         }
         // Intervals that would split too finely: fine cells instead.
         if let Rep::Intervals(m) = &self.rep
             && too_fine(m, ranges, len)
         {
-            self.intervals_to_fine();
+            self.intervals_to_fine(install);
         }
         match &mut self.rep {
             Rep::Intervals(m) => {
@@ -295,29 +327,10 @@ impl ArrayShadow {
                     }
                 }
             }
-            Rep::Fine(cells) => {
-                for write in [true, false] {
-                    for (i, r) in ranges.iter().enumerate() {
-                        if r.write != write {
-                            continue;
-                        }
-                        let mut e = r.lo;
-                        while e < r.hi {
-                            let t = Touched {
-                                lo: e,
-                                hi: e + 1,
-                                step: 1,
-                                write,
-                                range: i,
-                            };
-                            check(t, &mut cells[e as usize].lock());
-                            e = e.saturating_add(r.step);
-                        }
-                    }
-                }
-            }
+            Rep::Fine => return false,
             Rep::Stride(..) => {}
         }
+        true
     }
 }
 
@@ -419,10 +432,40 @@ mod tests {
         }
     }
 
-    fn touched(a: &mut ArrayShadow, ranges: &[Range]) -> Vec<(u32, u32, u32, bool)> {
+    /// The cells a commit checks (a fine shadow's: its element checks), and the
+    /// number of cells installed when it went fine.
+    fn touched_installed(
+        a: &mut ArrayShadow,
+        ranges: &[Range],
+    ) -> (Vec<(u32, u32, u32, bool)>, usize) {
         let mut v = Vec::new();
-        a.commit(ranges, |t, _| v.push((t.lo, t.hi, t.step, t.write)));
-        v
+        let mut installed = 0;
+        // Checks by thread 0, so that checked cells have state.
+        let t0 = crate::thread::ThreadState::new(0, crate::clocks::Clocks::initial(0));
+        let acc = crate::passes::shadow::Acc {
+            tid: 0,
+            op: crate::event::Op::Read,
+            site: Default::default(),
+            ctx: Default::default(),
+            index: 0,
+        };
+        let checked = a.commit(ranges, &mut |_, _| installed += 1, |t, c| {
+            let mut races = Vec::new();
+            if t.write {
+                c.write(&t0, acc, &mut races);
+            } else {
+                c.read(&t0, acc, &mut races);
+            }
+            v.push((t.lo, t.hi, t.step, t.write))
+        });
+        if !checked {
+            v.extend(fine_touches(ranges).map(|t| (t.lo, t.hi, t.step, t.write)));
+        }
+        (v, installed)
+    }
+
+    fn touched(a: &mut ArrayShadow, ranges: &[Range]) -> Vec<(u32, u32, u32, bool)> {
+        touched_installed(a, ranges).0
     }
 
     #[test]
@@ -468,10 +511,13 @@ mod tests {
         // A strided range that is not a whole residue class.
         let mut a = ArrayShadow::new(1000);
         assert_eq!(touched(&mut a, &[r(0, 500, 1, true)]).len(), 1);
-        assert_eq!(touched(&mut a, &[r(1, 997, 2, false)]).len(), 498);
+        let (t, installed) = touched_installed(&mut a, &[r(1, 997, 2, false)]);
+        assert_eq!(t.len(), 498);
         assert_eq!(a.mode(), Mode::Fine);
+        assert!(a.is_fine());
         assert_eq!(a.cells(), 1000);
-        assert!(a.fine_cells().is_some_and(|c| c.len() == 1000));
+        // The written half had state, the rest none: only the half is installed.
+        assert_eq!(installed, 500);
         // Scattered single elements: intervals up to the limit, then fine.
         let mut b = ArrayShadow::new(10_000);
         let mut e = 7;

@@ -59,6 +59,34 @@ pub struct Race {
 }
 
 impl Cell {
+    /// No check reached the cell yet.
+    pub fn is_empty(&self) -> bool {
+        self.w.is_none() && matches!(self.r, Reads::None)
+    }
+
+    /// The cell's state: the last write, the reads (an epoch per reader) and whether
+    /// the reads are shared (FT2 never returns from a shared read state to an epoch).
+    pub fn state(&self) -> super::array::CellState {
+        let w = self.w.map(|(e, who)| (e, who.acc(e, Op::Write)));
+        match &self.r {
+            Reads::None => (w, Vec::new(), false),
+            Reads::Epoch(e, who) => (w, vec![(*e, who.acc(*e, Op::Read))], false),
+            Reads::Shared(v) => {
+                let reads = v
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(u, x)| {
+                        x.map(|(c, who)| {
+                            let e = Epoch::new(u as u32, c);
+                            (e, who.acc(e, Op::Read))
+                        })
+                    })
+                    .collect();
+                (w, reads, true)
+            }
+        }
+    }
+
     /// FT2 `read(t, x)` for a read check by `t` (`cur`); the races it finds.
     pub fn read(&mut self, t: &ThreadState, cur: Acc, races: &mut Vec<Race>) {
         let e = t.epoch();

@@ -38,7 +38,6 @@ use crate::event::{CheckSpan, Event, EventKind, Loc, ObjId, Op};
 use crate::pass::{Flow, InlineCheck, InlineChecks, Local, Pass};
 use crate::report::WarningKind;
 use crate::shared::Shared;
-use crate::spin::SpinCell;
 use crate::thread::ThreadState;
 
 use super::fasttrack::FtCells;
@@ -64,25 +63,20 @@ struct BfLocal {
     fine: FineCache,
 }
 
-/// The fine array shadows a thread has seen (direct-mapped: array → its cells), so an
-/// element check on such an array goes straight to the element's cell, with no
-/// footprint and no array lock, like FastTrack's per-element shadow. A fine shadow is
-/// terminal ([`array::ArrayShadow::fine_cells`]), so the pointers stay valid while the
-/// pass lives, and the thread only uses them inside the pass's own methods.
+/// The arrays a thread has seen with a fine shadow (direct-mapped), so an element
+/// check on such an array goes straight to the element's cell, with no footprint and
+/// no array lock, like FastTrack's per-element shadow. A fine shadow is terminal
+/// ([`array::ArrayShadow::is_fine`]), so an entry never goes stale.
 struct FineCache {
-    slots: Box<[(u64, *const SpinCell<Cell>, u32)]>,
+    arrays: Box<[u64]>,
 }
-
-// SAFETY: the pointers are to cells that are `Sync` (each under its own lock) and
-// live as long as the pass; the cache itself is only used by its thread.
-unsafe impl Send for FineCache {}
 
 const FINE_CACHE: usize = 4096;
 
 impl Default for FineCache {
     fn default() -> Self {
         FineCache {
-            slots: vec![(0, std::ptr::null(), 0); FINE_CACHE].into_boxed_slice(),
+            arrays: vec![0; FINE_CACHE].into_boxed_slice(),
         }
     }
 }
@@ -91,15 +85,11 @@ impl FineCache {
     fn slot(arr: ObjId) -> usize {
         ((arr.0 >> 3) ^ (arr.0 >> 15)) as usize & (FINE_CACHE - 1)
     }
-    fn get(&self, arr: ObjId) -> Option<&[SpinCell<Cell>]> {
-        let (k, p, n) = self.slots[Self::slot(arr)];
-        // SAFETY: a non-null entry was recorded from `ArrayShadow::fine_cells` of the
-        // array `k`, whose cells never move or go away while the pass lives (see the
-        // type's comment); `n` is their number.
-        (k == arr.0 && !p.is_null()).then(|| unsafe { std::slice::from_raw_parts(p, n as usize) })
+    fn contains(&self, arr: ObjId) -> bool {
+        self.arrays[Self::slot(arr)] == arr.0
     }
-    fn record(&mut self, arr: ObjId, cells: &[SpinCell<Cell>]) {
-        self.slots[Self::slot(arr)] = (arr.0, cells.as_ptr(), cells.len() as u32);
+    fn record(&mut self, arr: ObjId) {
+        self.arrays[Self::slot(arr)] = arr.0;
     }
 }
 
@@ -253,32 +243,69 @@ impl BigFoot {
         });
     }
 
-    /// FastTrack's rule on the fine cell of each element of `r`, now; the elements
-    /// with races.
-    fn check_fine(
-        t: &ThreadState,
-        cells: &[SpinCell<Cell>],
-        r: Range,
-        cur: Acc,
-    ) -> Vec<(u32, Vec<Race>)> {
-        let mut found = Vec::new();
+    /// FastTrack's rule on the fine cell of element `e` of `arr` (a check `cur`),
+    /// now, counted; races are reported on the element.
+    fn check_element(&self, t: &ThreadState, counts: &mut Counts, arr: ObjId, e: u32, cur: Acc) {
+        let loc = Loc { obj: arr, slot: e };
         let mut races = Vec::new();
-        let mut e = r.lo;
-        while e < r.hi {
-            {
-                let mut c = cells[e as usize].lock();
-                if r.write {
-                    c.write(t, cur, &mut races);
-                } else {
-                    c.read(t, cur, &mut races);
-                }
-            }
-            if !races.is_empty() {
-                found.push((e, std::mem::take(&mut races)));
-            }
-            e = e.saturating_add(r.step);
+        let mut race = |prev, what| races.push(Race { prev, what });
+        let rule = match cur.op {
+            Op::Read => self.fields.read(t, loc, cur, &mut race),
+            Op::Write => self.fields.write(t, loc, cur, &mut race),
+        };
+        if rule.same_epoch() {
+            counts.same_epoch += 1;
+        } else {
+            counts.shadow_checks += 1;
         }
-        found
+        if !races.is_empty() {
+            self.report_elements(arr, e, e + 1, 1, Mode::Fine, &races, &cur);
+        }
+    }
+
+    /// A check of the elements `loc.slot..hi:step` of the array `loc.obj` of `len`
+    /// elements: at once on a fine shadow the thread knows, else into the footprint.
+    #[allow(clippy::too_many_arguments)]
+    fn check_range(
+        &self,
+        t: &ThreadState,
+        l: &mut BfLocal,
+        loc: Loc,
+        op: Op,
+        hi: u32,
+        step: u32,
+        len: u32,
+        cur: Acc,
+    ) {
+        let hi = hi.min(len);
+        if loc.slot >= hi {
+            return;
+        }
+        let step = step.max(1);
+        // A one-element range has step 1 (footprints merge on that).
+        let step = if hi - loc.slot <= step { 1 } else { step };
+        let r = Range {
+            lo: loc.slot,
+            hi,
+            step,
+            write: op == Op::Write,
+        };
+        if l.fine.contains(loc.obj) {
+            // A fine shadow: check the elements at once (the check is legitimate and
+            // covering where the compiler placed it).
+            for e in (r.lo..r.hi).step_by(r.step as usize) {
+                self.check_element(t, &mut l.counts, loc.obj, e, cur);
+            }
+            return;
+        }
+        Self::add_range(l, loc.obj, len, r, cur);
+        // A footprint that stops merging (irregular indexes in a long
+        // synchronization-free region) is committed early: checking earlier in the
+        // same region is as legitimate and as covering (no acquire or release since
+        // the accesses), and keeps the footprint bounded.
+        if l.footprint.len() >= FOOTPRINT_LIMIT {
+            self.commit(t, l);
+        }
     }
 
     /// Add `lo..hi:step` of `arr` to the footprint, merged with a recent entry when it
@@ -357,6 +384,7 @@ impl BigFoot {
             let key = Loc { obj: arr, slot: 0 };
             let len = group[0].len;
             let mut found: Vec<(Touched, Mode, Vec<Race>, Acc)> = Vec::new();
+            let mut is_fine = false;
             // Per normalized range, the check that put it into the footprint (one of
             // its kind overlapping it).
             let accs: Vec<Acc> = ranges
@@ -371,12 +399,24 @@ impl BigFoot {
                         .acc
                 })
                 .collect();
-            let (counts, fine) = (&mut l.counts, &mut l.fine);
+            let counts = &mut l.counts;
+            // A cell going fine: its state, computed once for the elements it held.
+            let mut last: Option<(*const Cell, array::CellState)> = None;
+            let mut install = |e: u32, cell: &Cell| {
+                let p = cell as *const Cell;
+                if last.as_ref().is_none_or(|(q, _)| *q != p) {
+                    last = Some((p, cell.state()));
+                }
+                if let Some((_, (w, reads, shared))) = &last {
+                    self.fields
+                        .install(Loc { obj: arr, slot: e }, *w, reads, *shared);
+                }
+            };
             self.arrays.with(
                 key,
                 || Box::new(ArrayShadow::new(len)),
                 |a| {
-                    a.commit(&ranges, |tc, cell| {
+                    is_fine = !a.commit(&ranges, &mut install, |tc, cell| {
                         let cur = Acc {
                             op: if tc.write { Op::Write } else { Op::Read },
                             ..accs[tc.range]
@@ -396,13 +436,22 @@ impl BigFoot {
                     for f in &mut found {
                         f.1 = mode;
                     }
-                    if let Some(cells) = a.fine_cells() {
-                        fine.record(arr, cells);
-                    }
                 },
             );
             for (tc, mode, races, cur) in found {
                 self.report_elements(arr, tc.lo, tc.hi, tc.step, mode, &races, &cur);
+            }
+            if is_fine {
+                // The elements' own cells (never changed again: no lock needed).
+                l.fine.record(arr);
+                for tc in array::fine_touches(&ranges) {
+                    let op = if tc.write { Op::Write } else { Op::Read };
+                    let cur = Acc {
+                        op,
+                        ..accs[tc.range]
+                    };
+                    self.check_element(t, &mut l.counts, arr, tc.lo, cur);
+                }
             }
             i = j;
         }
@@ -468,39 +517,20 @@ impl Pass for BigFoot {
         match span {
             CheckSpan::One => self.check_fields(t, l, loc, op, 0, cur),
             CheckSpan::Fields(mask) => self.check_fields(t, l, loc, op, mask, cur),
+            CheckSpan::Element { len } => {
+                l.counts.array_checks += 1;
+                // The element's own cell decides a same-epoch check at once, as a
+                // producer does inline (only a fine shadow's cells have state).
+                if self.fields.same_epoch(t, loc, op) {
+                    l.counts.same_epoch += 1;
+                    return Flow::Forward;
+                }
+                let hi = loc.slot.saturating_add(1);
+                self.check_range(t, l, loc, op, hi, 1, len, cur);
+            }
             CheckSpan::Range { hi, step, len } => {
                 l.counts.array_checks += 1;
-                let hi = hi.min(len);
-                if loc.slot < hi {
-                    let step = step.max(1);
-                    // A one-element range has step 1 (footprints merge on that).
-                    let step = if hi - loc.slot <= step { 1 } else { step };
-                    let r = Range {
-                        lo: loc.slot,
-                        hi,
-                        step,
-                        write: op == Op::Write,
-                    };
-                    if let Some(cells) = l.fine.get(loc.obj) {
-                        // A fine shadow: check the elements at once (the check is
-                        // legitimate and covering where the compiler placed it).
-                        let found = Self::check_fine(t, cells, r, cur);
-                        l.counts.shadow_checks += u64::from(r.count());
-                        for (e, races) in found {
-                            self.report_elements(loc.obj, e, e + 1, 1, Mode::Fine, &races, &cur);
-                        }
-                        return Flow::Forward;
-                    }
-                    Self::add_range(l, loc.obj, len, r, cur);
-                    // A footprint that stops merging (irregular indexes in a long
-                    // synchronization-free region) is committed early: checking
-                    // earlier in the same region is as legitimate and as covering
-                    // (no acquire or release since the accesses), and keeps the
-                    // footprint bounded.
-                    if l.footprint.len() >= FOOTPRINT_LIMIT {
-                        self.commit(t, l);
-                    }
-                }
+                self.check_range(t, l, loc, op, hi, step, len, cur);
             }
         }
         Flow::Forward
@@ -528,14 +558,20 @@ impl Pass for BigFoot {
         })
     }
 
-    /// Field checks decided inline: checks decided by the same-epoch rules.
+    /// Field and element checks decided inline: checks decided by the same-epoch
+    /// rules.
     fn inline_checked(&self, _t: &ThreadState, local: &mut Local, checks: &[InlineChecks]) {
         let Some(l) = local_of(local) else {
             return;
         };
-        let n: u64 = checks.iter().map(|c| c.reads() + c.writes_same).sum();
-        l.counts.checks += n;
-        l.counts.same_epoch += n;
+        for c in checks {
+            let n = c.reads() + c.writes_same;
+            l.counts.checks += n;
+            l.counts.same_epoch += n;
+            if c.elements {
+                l.counts.array_checks += n;
+            }
+        }
     }
 
     fn stats(&self) -> Option<serde_json::Value> {
