@@ -132,8 +132,8 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
     let b = run_recorded(&program, Tier::Jit, seed, &[])?;
     let mut d = tier_diff(&a.out, &b.out, &a.log.lines, &b.log.lines);
     // The JIT's inline escape test (escape first in the chain) and inline
-    // same-epoch check (fasttrack alone or behind escape): the full report, warnings
-    // and every pass's statistics, equals the interpreter's.
+    // same-epoch check (fasttrack alone or behind escape, bigfoot's checks): the full
+    // report, warnings and every pass's statistics, equals the interpreter's.
     for chain in INLINE_CHAINS {
         let filtered = |tier, inline_detector| {
             let cfg = RunConfig {
@@ -206,6 +206,12 @@ pub fn tier_diff(a: &RunOutcome, b: &RunOutcome, ea: &[String], eb: &[String]) -
 }
 
 /// The chains under which `interp_vs_jit` also compares reports: `escape` first, so
-/// the JIT tests its header bits inline, and `fasttrack` alone or behind `escape`, so
-/// it decides FastTrack's same-epoch accesses inline.
-const INLINE_CHAINS: [&str; 3] = ["escape:capsule:fasttrack", "fasttrack", "escape:fasttrack"];
+/// the JIT tests its header bits inline, `fasttrack` alone or behind `escape`, so it
+/// decides FastTrack's same-epoch accesses inline, and `bigfoot`, whose same-epoch
+/// field and element checks it decides inline.
+const INLINE_CHAINS: [&str; 4] = [
+    "escape:capsule:fasttrack",
+    "fasttrack",
+    "escape:fasttrack",
+    "bigfoot",
+];
