@@ -1287,6 +1287,25 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
     }
 
+    /// A BigFoot check site with an inline same-epoch test: its entry in the thread's
+    /// inline counters, and the blocks of the call (a miss) and of the continuation.
+    fn inline_check_site(
+        &mut self,
+        site: SiteId,
+        write: bool,
+        elements: bool,
+        slot: u32,
+    ) -> (usize, ir::Block, ir::Block) {
+        let entry = self.tables.inline_sites.len();
+        self.tables.inline_sites.push(InlineSite {
+            site,
+            is_write: write,
+            elements,
+            slot,
+        });
+        (entry, self.b.create_block(), self.b.create_block())
+    }
+
     /// One field-group (`kind` 0, `o` the object) or static (`kind` 2, `o` the
     /// statics object, `mask` 0) check with representative slot `rep`, behind the
     /// detector's inline same-epoch test: the call only when the test misses.
@@ -1301,15 +1320,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         write: bool,
         site: SiteId,
     ) {
-        let entry = self.tables.inline_sites.len();
-        self.tables.inline_sites.push(InlineSite {
-            site,
-            is_write: write,
-            elements: false,
-            slot: rep,
-        });
-        let call = self.b.create_block();
-        let cont = self.b.create_block();
+        let (entry, call, cont) = self.inline_check_site(site, write, false, rep);
         let r = self.iconst(rep as i64);
         self.same_epoch_check(c, o, r, write, entry, call, cont);
         self.b.switch_to_block(call);
@@ -1335,15 +1346,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         write: bool,
         site: SiteId,
     ) {
-        let entry = self.tables.inline_sites.len();
-        self.tables.inline_sites.push(InlineSite {
-            site,
-            is_write: write,
-            elements: true,
-            slot: 0,
-        });
-        let call = self.b.create_block();
-        let cont = self.b.create_block();
+        let (entry, call, cont) = self.inline_check_site(site, write, true, 0);
         let test = self.b.create_block();
         // A placed check follows its access, so `a` is not null and `i` in bounds;
         // the test is only there because a check must never fault.
