@@ -209,10 +209,15 @@ impl Hook {
     ) -> u64 {
         match &mut self.0 {
             Some(on) => {
-                let bridge = on.bridge.clone();
-                let _g = bridge.volatile_lock(loc);
+                on.sync_kept();
+                let _g = on.bridge.volatile_lock(loc);
                 let v = heap::load_volatile(obj, word);
-                on.deliver(site, EventKind::VolatileRead { loc });
+                deliver(
+                    &on.bridge,
+                    &mut on.cx,
+                    site,
+                    EventKind::VolatileRead { loc },
+                );
                 v
             }
             None => heap::load_volatile(obj, word),
@@ -233,10 +238,11 @@ impl Hook {
     ) {
         match &mut self.0 {
             Some(on) => {
-                let bridge = on.bridge.clone();
-                let _g = bridge.volatile_lock(loc);
+                on.sync_kept();
+                let _g = on.bridge.volatile_lock(loc);
                 heap::store_volatile(obj, word, v);
-                on.deliver(site, EventKind::VolatileWrite { loc, value });
+                let kind = EventKind::VolatileWrite { loc, value };
+                deliver(&on.bridge, &mut on.cx, site, kind);
             }
             None => heap::store_volatile(obj, word, v),
         }
@@ -261,12 +267,19 @@ impl On {
     #[inline]
     fn deliver(&mut self, site: lang::ir::SiteId, kind: EventKind<'_>) {
         self.sync_kept();
-        let ev = Event {
-            tid: self.cx.tid(),
-            site: SiteId(site.0),
-            index: 0,
-            kind,
-        };
-        self.bridge.chain.deliver(&mut self.cx, &ev);
+        deliver(&self.bridge, &mut self.cx, site, kind);
     }
+}
+
+/// Deliver one event of `cx`'s thread to the bridge's chain (its call context
+/// already current).
+#[inline]
+fn deliver(bridge: &Bridge, cx: &mut ThreadCx, site: lang::ir::SiteId, kind: EventKind<'_>) {
+    let ev = Event {
+        tid: cx.tid(),
+        site: SiteId(site.0),
+        index: 0,
+        kind,
+    };
+    bridge.chain.deliver(cx, &ev);
 }
