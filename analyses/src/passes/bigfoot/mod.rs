@@ -103,8 +103,8 @@ struct Counts {
     shadow_checks: u64,
     /// Footprint commits (synchronization events with a non-empty footprint).
     commits: u64,
-    /// Field and static checks decided by FastTrack's same-epoch rules on the
-    /// cell's hot words (no shadow update), here or inline in generated code.
+    /// Field, static and fine-element checks decided by FastTrack's same-epoch rules
+    /// on the cell's hot words (no shadow update), here or inline in generated code.
     same_epoch: u64,
 }
 
@@ -170,26 +170,8 @@ impl BigFoot {
     }
 
     /// A field-group or static check: FastTrack's rule on the group's cell, now.
-    fn check_fields(
-        &self,
-        t: &ThreadState,
-        l: &mut BfLocal,
-        loc: Loc,
-        op: Op,
-        mask: u64,
-        cur: Acc,
-    ) {
-        let mut races = Vec::new();
-        let mut race = |prev, what| races.push(Race { prev, what });
-        let rule = match op {
-            Op::Read => self.fields.read(t, loc, cur, &mut race),
-            Op::Write => self.fields.write(t, loc, cur, &mut race),
-        };
-        if rule.same_epoch() {
-            l.counts.same_epoch += 1;
-            return;
-        }
-        l.counts.shadow_checks += 1;
+    fn check_fields(&self, t: &ThreadState, l: &mut BfLocal, loc: Loc, mask: u64, cur: Acc) {
+        let races = self.rule(t, &mut l.counts, loc, cur);
         if races.is_empty() {
             return;
         }
@@ -243,10 +225,10 @@ impl BigFoot {
         });
     }
 
-    /// FastTrack's rule on the fine cell of element `e` of `arr` (a check `cur`),
-    /// now, counted; races are reported on the element.
-    fn check_element(&self, t: &ThreadState, counts: &mut Counts, arr: ObjId, e: u32, cur: Acc) {
-        let loc = Loc { obj: arr, slot: e };
+    /// FastTrack's rule for the check `cur` on the cell of `loc` (a field group, a
+    /// static or a fine element), counted as same-epoch or as a shadow check; the
+    /// races it found.
+    fn rule(&self, t: &ThreadState, counts: &mut Counts, loc: Loc, cur: Acc) -> Vec<Race> {
         let mut races = Vec::new();
         let mut race = |prev, what| races.push(Race { prev, what });
         let rule = match cur.op {
@@ -258,6 +240,13 @@ impl BigFoot {
         } else {
             counts.shadow_checks += 1;
         }
+        races
+    }
+
+    /// FastTrack's rule on the fine cell of element `e` of `arr` (a check `cur`),
+    /// now, counted; races are reported on the element.
+    fn check_element(&self, t: &ThreadState, counts: &mut Counts, arr: ObjId, e: u32, cur: Acc) {
+        let races = self.rule(t, counts, Loc { obj: arr, slot: e }, cur);
         if !races.is_empty() {
             self.report_elements(arr, e, e + 1, 1, Mode::Fine, &races, &cur);
         }
@@ -515,8 +504,8 @@ impl Pass for BigFoot {
         l.counts.checks += 1;
         let cur = Acc::of(t, ev, op);
         match span {
-            CheckSpan::One => self.check_fields(t, l, loc, op, 0, cur),
-            CheckSpan::Fields(mask) => self.check_fields(t, l, loc, op, mask, cur),
+            CheckSpan::One => self.check_fields(t, l, loc, 0, cur),
+            CheckSpan::Fields(mask) => self.check_fields(t, l, loc, mask, cur),
             CheckSpan::Element { len } => {
                 l.counts.array_checks += 1;
                 // The element's own cell decides a same-epoch check at once, as a
