@@ -311,18 +311,42 @@ impl Chain {
         s
     }
 
-    /// The inline test the chain's first pass requests ([`Pass::inline_filter`]);
-    /// only the first pass may have accesses dropped before the chain sees them.
+    /// The inline tests the producer may apply, in order ([`Pass::inline_filter`]):
+    /// the first pass's, then the next pass's while every pass before it has one and
+    /// forwards what its test lets through ([`Pass::forwards_inline`]). At most
+    /// [`Chain::MAX_INLINE_FILTERS`].
+    pub fn inline_filters(&self) -> Vec<crate::pass::InlineFilter> {
+        let mut v = Vec::new();
+        for p in &self.passes {
+            let Some(f) = p.inline_filter() else { break };
+            v.push(f);
+            if !p.forwards_inline() || v.len() == Self::MAX_INLINE_FILTERS {
+                break;
+            }
+        }
+        v
+    }
+
+    /// How many passes may have inline tests in front of the chain.
+    pub const MAX_INLINE_FILTERS: usize = 2;
+
+    /// The first pass's inline test ([`Chain::inline_filters`]).
     pub fn inline_filter(&self) -> Option<crate::pass::InlineFilter> {
-        self.passes.first().and_then(|p| p.inline_filter())
+        self.inline_filters().first().copied()
     }
 
     /// Account for the accesses of `cx`'s thread that the producer dropped inline with
-    /// [`Chain::inline_filter`]: the first pass's counters (events in, dropped) and
-    /// its own statistics ([`Pass::inline_dropped`]). Must be called before the
-    /// thread's `ThreadEnd`, which merges the thread's counters.
-    pub fn add_inline_drops(&self, cx: &mut ThreadCx, drops: &[crate::pass::InlineDrops]) {
-        let Some(p) = self.passes.first() else {
+    /// the test of pass `filter` ([`Chain::inline_filters`]): the passes before it
+    /// saw and forwarded them ([`Pass::inline_forwarded`]), it saw and dropped them
+    /// (its counters, and its own statistics through [`Pass::inline_dropped`]). Must
+    /// be called before the thread's `ThreadEnd`, which merges the thread's counters.
+    pub fn add_inline_drops(
+        &self,
+        cx: &mut ThreadCx,
+        filter: usize,
+        drops: &[crate::pass::InlineDrops],
+    ) {
+        let Some(p) = self.passes.get(filter) else {
             return;
         };
         if drops.is_empty() {
@@ -331,25 +355,44 @@ impl Chain {
         let (reads, writes) = drops
             .iter()
             .fold((0, 0), |(r, w), d| (r + d.reads, w + d.writes));
-        cx.counts[0].saw_dropped(reads, writes);
-        p.inline_dropped(&cx.state, cx.locals[0].as_mut(), drops);
+        if filter > 0 {
+            let forwarded: Vec<crate::pass::InlineChecks> = drops
+                .iter()
+                .map(|d| crate::pass::InlineChecks {
+                    site: d.site,
+                    rep: d.rep,
+                    elements: false,
+                    reads_same: d.reads,
+                    reads_shared_same: 0,
+                    writes_same: d.writes,
+                })
+                .collect();
+            for (i, q) in self.passes[..filter].iter().enumerate() {
+                cx.counts[i].events_in[0] += reads;
+                cx.counts[i].events_in[1] += writes;
+                q.inline_forwarded(&cx.state, cx.locals[i].as_mut(), &forwarded);
+            }
+        }
+        cx.counts[filter].saw_dropped(reads, writes);
+        p.inline_dropped(&cx.state, cx.locals[filter].as_mut(), drops);
     }
 
     /// The same-epoch test the producer may perform inline ([`Pass::inline_check`])
     /// and whether it sits behind the first pass's inline filter: the chain's last
     /// pass must offer it, and it is usable only if it is the only pass, or the
-    /// passes before it are one filter with an inline test
-    /// ([`Chain::inline_filter`]) that forwards what that test lets through
-    /// ([`Pass::forwards_inline`]). Behind a filter the producer may decide inline
-    /// only accesses the filter's test lets through, not reference writes.
+    /// passes before it are the chain's inline filters ([`Chain::inline_filters`])
+    /// and each forwards what its test lets through ([`Pass::forwards_inline`]).
+    /// Behind filters the producer may decide inline only accesses every filter's
+    /// test lets through, not reference writes.
     pub fn inline_check(&self) -> Option<(crate::pass::InlineCheck, bool)> {
         let (det, before) = self.passes.split_last()?;
         let check = det.inline_check()?;
-        match before {
-            [] => Some((check, false)),
-            [f] if f.inline_filter().is_some() && f.forwards_inline() => Some((check, true)),
-            _ => None,
+        if before.is_empty() {
+            return Some((check, false));
         }
+        let usable = self.inline_filters().len() == before.len()
+            && before.iter().all(|f| f.forwards_inline());
+        usable.then_some((check, true))
     }
 
     /// Account for the accesses of `cx`'s thread that the producer decided inline

@@ -273,6 +273,36 @@ impl SiteTable {
             .record(class, owner, is_write);
     }
 
+    /// Accesses a producer dropped inline for a filter ([`crate::pass::InlineDrops`]),
+    /// recorded as that filter's `access` records each of them: [`AccessClass::Local`]
+    /// (the owner and the read/write split only count for shared accesses). `kind` is
+    /// asked only for a new site.
+    pub fn record_inline_drops(
+        &mut self,
+        drops: &[crate::pass::InlineDrops],
+        kind: impl Fn(Loc) -> LocKind,
+    ) {
+        for d in drops {
+            self.get_or_insert_with(d.site, || SiteRecord::new(kind(d.rep), d.rep))
+                .local += d.reads + d.writes;
+        }
+    }
+
+    /// Accesses a filter's inline test let through and a later detector decided
+    /// inline ([`crate::pass::InlineChecks`]), all by `owner`: recorded as that
+    /// filter's `access` records a forwarded one ([`AccessClass::Shared`]).
+    pub fn record_inline_forwarded(
+        &mut self,
+        checks: &[crate::pass::InlineChecks],
+        owner: Owner,
+        kind: impl Fn(Loc) -> LocKind,
+    ) {
+        for c in checks {
+            self.get_or_insert_with(c.site, || SiteRecord::new(kind(c.rep), c.rep))
+                .record_shared(owner, c.reads(), c.writes_same);
+        }
+    }
+
     /// Move everything of `other` into `self`.
     pub fn absorb(&mut self, other: &mut SiteTable) {
         let other = std::mem::take(other);

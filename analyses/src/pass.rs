@@ -31,8 +31,12 @@ pub enum Flow {
 }
 
 /// An access test a pass asks the producer to perform inline, in place of calling
-/// [`Pass::access`], when the pass is the first of its chain (an earlier pass could
-/// otherwise miss accesses). The producer drops the access itself when the test says
+/// [`Pass::access`], when the pass is the first of its chain, or every pass before it
+/// has an inline test and forwards what that test lets through
+/// ([`Pass::forwards_inline`]; an earlier pass could otherwise miss accesses): the
+/// chain's inline filters ([`crate::Chain::inline_filters`]), which the producer
+/// applies in order, each to what the ones before let through (a reference write
+/// only to the first). The producer drops the access itself when the test says
 /// so, and reports the dropped accesses later with [`Pass::inline_dropped`] (through
 /// [`crate::Chain::add_inline_drops`]), so every statistic is as if the pass had seen
 /// them. A producer may always call [`Pass::access`] instead: the test must be exactly
@@ -50,6 +54,14 @@ pub enum InlineFilter {
     /// [`crate::Chain::checks_local`] is true: `escape` answers [`Flow::Local`] for it
     /// (with no later checker the chain treats that as [`Flow::Drop`]).
     NotShared,
+    /// Drop a `Read`/`Write` of an object or array (never of the statics block) for
+    /// which [`crate::env::HeapView::is_capsule_shared`] is false, when the object is
+    /// not of a capsule class ([`crate::env::Env::is_capsule_class`]) and the thread
+    /// is running no call of an instance method of a capsule class, except a `Write`
+    /// of a non-null reference into a target whose [`crate::env::HeapView::is_shared`]
+    /// is true (`capsule`, Rhodes Fig. 5.6: a capsule-protected access with no
+    /// executor).
+    CapsuleProtected,
 }
 
 /// Accesses at one site that the producer dropped inline ([`InlineFilter`]) during

@@ -189,11 +189,12 @@ impl Hook {
         }
     }
 
-    /// Account for the accesses the JIT dropped inline (before the thread's
-    /// `ThreadEnd`; see `analyses::Chain::add_inline_drops`).
-    pub fn add_inline_drops(&mut self, drops: &[InlineDrops]) {
+    /// Account for the accesses the JIT dropped inline with the test of pass
+    /// `filter` (before the thread's `ThreadEnd`; see
+    /// `analyses::Chain::add_inline_drops`).
+    pub fn add_inline_drops(&mut self, filter: usize, drops: &[InlineDrops]) {
         if let Some(on) = &mut self.0 {
-            on.bridge.chain.add_inline_drops(&mut on.cx, drops);
+            on.bridge.chain.add_inline_drops(&mut on.cx, filter, drops);
         }
     }
 

@@ -9,7 +9,7 @@
 //! reads and writes, volatile reads/writes (atomic with their event), allocations
 //! (one per array of a multi-dimensional `new`), method enter/exit around calls (the
 //! call site is the event site), acquire/release for outermost monitor levels
-//! (`synchronized` methods: acquire, enter, begin, …, end, exit, release), wait as
+//! (`synchronized` methods: enter, acquire, begin, …, end, release, exit), wait as
 //! release + acquire, fork/join, barrier enter/exit, spec begin/end, thread
 //! start/end.
 
@@ -167,7 +167,7 @@ impl Interp {
         Ok(())
     }
 
-    /// Method prologue of the frame just pushed: acquire (synchronized), enter, begin.
+    /// Method prologue of the frame just pushed: enter, acquire (synchronized), begin.
     fn enter_frame(&mut self, site: SiteId) -> Result<(), Stop> {
         let fr = *self.frames.last().expect("frame");
         self.hook.push_frame(fr.func, fr.call_site);
@@ -178,7 +178,7 @@ impl Interp {
         Ok(())
     }
 
-    /// Method epilogue (end, exit, release) and pop.
+    /// Method epilogue (end, release, exit) and pop.
     fn leave_frame(&mut self, val: u64) -> Result<Frame, Stop> {
         let fr = *self.frames.last().expect("frame");
         guest!(self, g => g.leave_method(fr.func, val, fr.lock, fr.call_site))?;

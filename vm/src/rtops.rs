@@ -485,12 +485,31 @@ impl Guest<'_> {
     }
 
     /// Method prologue of `f`, whose frame was just pushed by the call at `site`
-    /// (`params`: its parameters): acquire (synchronized), enter (if the chain takes
-    /// it: `Hook::frame_events`), begin. Returns the monitor held until the epilogue
+    /// (`params`: its parameters): enter (if the chain takes it:
+    /// `Hook::frame_events`), acquire (synchronized), begin. Returns the monitor held until the epilogue
     /// (0 = none).
     pub fn enter_method(&mut self, f: FuncId, params: &[u64], site: SiteId) -> Result<u64, Stop> {
         let rt = self.rt.clone();
         let func = rt.image.program.func(f);
+        // `Enter` comes before the monitor's `Acquire` (and `Exit` after its
+        // `Release`): the method holds its monitor, so both events carry its frame,
+        // as they do when the chain keeps the call stack without these events.
+        if self.hook.is_on() && self.hook.frame_events() {
+            let first = if func.kind == FuncKind::Static { 0 } else { 1 };
+            let receiver = (first == 1).then(|| ObjId(params[0]));
+            let args: Vec<ObjId> = (first..func.num_params as usize)
+                .filter(|&i| func.locals[i].ty.is_ref() && params[i] != 0)
+                .map(|i| ObjId(params[i]))
+                .collect();
+            self.hook.emit(
+                site,
+                EventKind::Enter {
+                    method: MethodId(f.0),
+                    receiver,
+                    args: &args,
+                },
+            );
+        }
         let mut lock = 0;
         if func.is_synchronized {
             let obj = if func.kind == FuncKind::Static {
@@ -503,22 +522,6 @@ impl Guest<'_> {
             lock = obj;
         }
         if self.hook.is_on() {
-            if self.hook.frame_events() {
-                let first = if func.kind == FuncKind::Static { 0 } else { 1 };
-                let receiver = (first == 1).then(|| ObjId(params[0]));
-                let args: Vec<ObjId> = (first..func.num_params as usize)
-                    .filter(|&i| func.locals[i].ty.is_ref() && params[i] != 0)
-                    .map(|i| ObjId(params[i]))
-                    .collect();
-                self.hook.emit(
-                    site,
-                    EventKind::Enter {
-                        method: MethodId(f.0),
-                        receiver,
-                        args: &args,
-                    },
-                );
-            }
             for (on, spec) in [
                 (func.is_deterministic, ASpec::Deterministic),
                 (func.is_atomic, ASpec::Atomic),
@@ -531,8 +534,8 @@ impl Guest<'_> {
         Ok(lock)
     }
 
-    /// Method epilogue of `f` returning `ret`, called at `site`: end, exit, release of
-    /// `lock` (from [`Guest::enter_method`]).
+    /// Method epilogue of `f` returning `ret`, called at `site`: end, release of
+    /// `lock` (from [`Guest::enter_method`]), exit.
     pub fn leave_method(
         &mut self,
         f: FuncId,
@@ -551,19 +554,19 @@ impl Guest<'_> {
                     self.hook.emit(site, EventKind::End { spec });
                 }
             }
-            if self.hook.frame_events() {
-                self.hook.emit(
-                    site,
-                    EventKind::Exit {
-                        method: MethodId(f.0),
-                        ret: ref_value(func.ret.is_ref(), ret),
-                    },
-                );
-            }
         }
         if lock != 0 {
             self.point()?;
             self.monitor_exit(lock, site)?;
+        }
+        if self.hook.is_on() && self.hook.frame_events() {
+            self.hook.emit(
+                site,
+                EventKind::Exit {
+                    method: MethodId(f.0),
+                    ret: ref_value(func.ret.is_ref(), ret),
+                },
+            );
         }
         Ok(())
     }

@@ -535,13 +535,27 @@ fn run_jit_parts_with(
     let mut options = JitOptions::for_runtime(&rt);
     if tools.starts_with("escape") {
         assert_eq!(
-            options.inline_filter,
-            Some(jit::HeaderFilter {
+            options.inline_filters.first(),
+            Some(&jit::HeaderFilter {
                 capsule_fields: tools.contains("capsule"),
                 ..jit::HeaderFilter::ESCAPE
             }),
             "`escape` first must request its inline test, calling out for capsule fields \
              when `capsule` follows"
+        );
+    }
+    // `capsule` first, or right behind `escape` (which forwards what its test lets
+    // through), has its inline test too.
+    let capsule_at = match tools {
+        t if t.starts_with("capsule") => Some(0),
+        t if t.starts_with("escape:capsule") => Some(1),
+        _ => None,
+    };
+    if let Some(i) = capsule_at {
+        assert_eq!(
+            options.inline_filters.get(i),
+            Some(&jit::HeaderFilter::CAPSULE),
+            "`{tools}`: `capsule` must have its inline test"
         );
     }
     assert_eq!(
@@ -550,12 +564,16 @@ fn run_jit_parts_with(
             .map(|c| (c.behind_filter, c.field_checks)),
         match tools {
             "fasttrack" => Some((false, false)),
-            "escape:fasttrack" => Some((true, false)),
+            "escape:fasttrack"
+            | "capsule:fasttrack"
+            | "escape:capsule:fasttrack"
+            | "capsule:escape:fasttrack" => Some((true, false)),
             "bigfoot" => Some((false, true)),
             _ => None,
         },
         "`{tools}`: the inline same-epoch check is offered exactly for `fasttrack` \
-         alone and behind `escape`, and for `bigfoot`'s field checks alone"
+         alone and behind `escape`, `capsule` or both, and for `bigfoot`'s field checks \
+         alone"
     );
     if !inline_detector {
         options.inline_check = None;
@@ -594,10 +612,10 @@ fn run_jit_parts_with(
     }
 }
 
-/// With `fasttrack` alone or behind `escape`, the JIT decides FastTrack's
-/// same-epoch accesses inline, and with `bigfoot` its same-epoch field checks:
-/// warnings, output and every statistic (per-pass counters, FastTrack's rule counts,
-/// `escape`'s per-location categories, BigFoot's check counts) equal those of the
+/// With `fasttrack` alone or behind `escape`, `capsule` or both, the JIT decides
+/// FastTrack's same-epoch accesses inline, and with `bigfoot` its same-epoch field
+/// checks: warnings, output and every statistic (per-pass counters, FastTrack's rule
+/// counts, the filter's per-location categories, BigFoot's check counts) equal those of the
 /// same JIT run with the check off and of the interpreter, on every corpus program
 /// under the same seeds.
 #[test]
@@ -609,7 +627,13 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
         .into_iter()
         .filter(|p| !p.to_string_lossy().ends_with("_large.cj"));
     let mut checked_by = std::collections::BTreeMap::new();
-    for tools in ["fasttrack", "escape:fasttrack", "bigfoot"] {
+    for tools in [
+        "fasttrack",
+        "escape:fasttrack",
+        "capsule:fasttrack",
+        "escape:capsule:fasttrack",
+        "bigfoot",
+    ] {
         for p in corpus("bugs")
             .into_iter()
             .chain(corpus("examples"))
@@ -656,14 +680,22 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
     }
 }
 
-/// With `escape` first, the JIT drops thread-local accesses without a call, and the
-/// run is the interpreter's: warnings, output, and every statistic (the per-pass
-/// counters and `escape`'s per-location categories count the inline drops).
+/// With `escape` first, the JIT drops thread-local accesses without a call, and with
+/// `capsule` first or right behind `escape` the capsule-protected accesses outside
+/// capsule calls; the run is
+/// the interpreter's: warnings, output, and every statistic (the per-pass counters
+/// and the filter's per-location categories count the inline drops).
 #[test]
 fn inline_escape_filter_keeps_every_warning_and_statistic() {
     let mut failures = Vec::new();
     let mut dropped_inline = 0;
-    for tools in ["escape:fasttrack", "escape:capsule:fasttrack"] {
+    for tools in [
+        "escape:fasttrack",
+        "escape:capsule:fasttrack",
+        "capsule:fasttrack",
+        "capsule:escape:fasttrack",
+        "escape:capsule:singletrack:fasttrack",
+    ] {
         for p in corpus("bugs").into_iter().chain(corpus("examples")) {
             let Some(prog) = compile_file(&p) else {
                 continue;
@@ -735,15 +767,18 @@ fn a_failing_thread_stops_a_spinning_compiled_loop() {
     }
 }
 
-/// A chain whose passes take no `Enter`/`Exit` (`fasttrack`) gets no such events: the
-/// call context comes from the stack the tier keeps (the interpreter's frames, the
-/// JIT's shadow stack). Its warnings, each access with its whole stack, are those of
-/// the same detector behind a pass that takes every event (`count`), on both tiers
-/// and every racy corpus program.
+/// A chain whose passes take no `Enter`/`Exit` (`fasttrack`, `singletrack`,
+/// `atomicity`) gets no such events: the call context comes from the stack the tier
+/// keeps (the interpreter's frames, the JIT's shadow stack). Its warnings, each
+/// access and synchronization operation with its whole stack, are those of the same
+/// chain behind a pass that takes every event (`count`), on both tiers and every
+/// corpus program: in particular a `synchronized` method's monitor operations carry
+/// the method's own frame either way.
 #[test]
 fn call_contexts_from_the_stack_equal_those_from_enter_and_exit() {
     let mut failures = Vec::new();
     let mut deep = 0;
+    let mut warned = std::collections::BTreeMap::new();
     for p in corpus("bugs").into_iter().chain(corpus("examples")) {
         let Some(prog) = compile_file(&p) else {
             continue;
@@ -751,35 +786,72 @@ fn call_contexts_from_the_stack_equal_those_from_enter_and_exit() {
         if is_heavy(&p) {
             continue;
         }
-        for tier in [Tier::Interp, Tier::Jit] {
-            for seed in [1, 2] {
-                let run = |tools: &str| {
-                    let cfg = RunConfig {
-                        tier,
-                        sched: SchedKind::Seeded(seed),
-                        tools: Some(tools.into()),
-                        ..RunConfig::default()
+        for tools in ["fasttrack", "singletrack:fasttrack", "atomicity"] {
+            for tier in [Tier::Interp, Tier::Jit] {
+                for seed in [1, 2] {
+                    let run = |tools: &str| {
+                        let cfg = RunConfig {
+                            tier,
+                            sched: SchedKind::Seeded(seed),
+                            tools: Some(tools.into()),
+                            ..RunConfig::default()
+                        };
+                        run_program(prog.clone(), &cfg).expect("run")
                     };
-                    run_program(prog.clone(), &cfg).expect("run")
-                };
-                let (lazy, eager) = (run("fasttrack"), run("count:fasttrack"));
-                if lazy.warnings_text != eager.warnings_text {
-                    failures.push(format!(
-                        "{} {tier:?} seeded:{seed}\n--- fasttrack\n{}\n--- count:fasttrack\n{}",
-                        p.display(),
-                        lazy.warnings_text.join("\n"),
-                        eager.warnings_text.join("\n")
-                    ));
+                    let (lazy, eager) = (run(tools), run(&format!("count:{tools}")));
+                    if lazy.warnings_text != eager.warnings_text {
+                        failures.push(format!(
+                            "{} {tools} {tier:?} seeded:{seed}\n--- lazy\n{}\n--- with count\n{}",
+                            p.display(),
+                            lazy.warnings_text.join("\n"),
+                            eager.warnings_text.join("\n")
+                        ));
+                    }
+                    *warned.entry(tools).or_insert(0) += lazy.warnings_text.len();
+                    // Warnings whose stacks go below the thread's entry method.
+                    let stacks = lazy.report["warnings"].as_array().into_iter().flatten();
+                    deep += stacks
+                        .flat_map(|w| w["accesses"].as_array().into_iter().flatten())
+                        .filter(|a| a["stack"].as_array().is_some_and(|s| s.len() > 1))
+                        .count();
                 }
-                // Warnings whose stacks go below the thread's entry method.
-                let stacks = lazy.report["warnings"].as_array().into_iter().flatten();
-                deep += stacks
-                    .flat_map(|w| w["accesses"].as_array().into_iter().flatten())
-                    .filter(|a| a["stack"].as_array().is_some_and(|s| s.len() > 1))
-                    .count();
             }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(deep > 0, "no warning had a stack of more than one frame");
+    for (tools, n) in &warned {
+        assert!(*n > 0, "`{tools}` warned about nothing");
+    }
+}
+
+/// `--capsules` makes a class a capsule that the source does not declare one: the
+/// JIT's inline filters (`capsule`'s, and `escape`'s that must call out for capsule
+/// fields) follow the run's capsule classes, not the source's, so an outside read of
+/// the class's field is reported on both tiers.
+#[test]
+fn capsules_flag_reaches_the_inline_filters() {
+    let src = "class Box { int v; void set(int x) { v = x; } }\n\
+               class Main { static void main() { Box b = new Box(); b.set(1);\n\
+                 int s = 0; for (int i = 0; i < 20; i++) { s = s + b.v; }\n\
+                 print(s); } }\n";
+    let prog = compile_src("box.cj", src).expect("compiles");
+    for tools in ["capsule:fasttrack", "escape:capsule:fasttrack"] {
+        let cfg = |tier| RunConfig {
+            tier,
+            sched: SchedKind::Seeded(1),
+            tools: Some(tools.into()),
+            capsules: Some(vec!["Box".into()]),
+            ..RunConfig::default()
+        };
+        let jit = run_program(prog.clone(), &cfg(Tier::Jit)).expect("run");
+        let interp = run_program(prog.clone(), &cfg(Tier::Interp)).expect("run");
+        assert_eq!(jit.stdout_string(), "20\n");
+        assert!(
+            jit.warnings_text.iter().any(|w| w.contains("Box")),
+            "{tools}: {:?}",
+            jit.warnings_text
+        );
+        assert_eq!(jit.report, interp.report, "{tools}");
+    }
 }

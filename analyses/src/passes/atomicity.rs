@@ -65,6 +65,11 @@ impl Pass for Atomicity {
     fn name(&self) -> &'static str {
         NAME
     }
+    /// Calls matter only through the call context of reports (`ThreadState::ctx`),
+    /// which the chain keeps without `Enter`/`Exit`.
+    fn wants_frames(&self) -> bool {
+        false
+    }
 
     fn access(&self, t: &ThreadState, _local: &mut Local, ev: &Event<'_>) -> Flow {
         self.handle(t, ev);

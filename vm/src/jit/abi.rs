@@ -59,6 +59,10 @@ pub struct JitThread {
     /// (`analyses::thread::ThreadCx::epoch_word`), for the inline same-epoch check
     /// (`JitOptions::inline_check`); null without a chain.
     pub epoch: *const u64,
+    /// Calls of instance methods of capsule classes running on this thread, kept by
+    /// generated code when the inline filter depends on it
+    /// (`HeaderFilter::capsule_calls`).
+    pub capsule_calls: u64,
     // ---- Rust-only fields (never touched by generated code) ----
     pub rt: Arc<Runtime>,
     pub code: Arc<JitCode>,
@@ -80,17 +84,30 @@ pub const OFF_ABORT: i32 = offset_of!(JitThread, abort) as i32;
 pub const OFF_TID: i32 = offset_of!(JitThread, tid) as i32;
 pub const OFF_INLINE_DROPS: i32 = offset_of!(JitThread, inline_drops) as i32;
 pub const OFF_EPOCH: i32 = offset_of!(JitThread, epoch) as i32;
+pub const OFF_CAPSULE_CALLS: i32 = offset_of!(JitThread, capsule_calls) as i32;
 
 /// Words per entry of [`JitThread::inline_drops`] and the offset of each part: the
-/// accesses the header filter dropped, the last object accessed inline, and the
+/// accesses the first header filter dropped, the last object accessed inline, the
 /// accesses the inline same-epoch check decided (a read site counts read-same-epoch
 /// in `INLINE_FAST` and read-shared-same-epoch in `INLINE_FAST_SHARED`; a write site
-/// write-same-epoch in `INLINE_FAST`).
-pub const INLINE_WORDS: usize = 4;
+/// write-same-epoch in `INLINE_FAST`), and the accesses the second header filter
+/// dropped ([`inline_count`]).
+pub const INLINE_WORDS: usize = 5;
 pub const INLINE_COUNT: usize = 0;
 pub const INLINE_OBJ: usize = 1;
 pub const INLINE_FAST: usize = 2;
 pub const INLINE_FAST_SHARED: usize = 3;
+
+/// The part of an entry counting the accesses header filter `filter` dropped
+/// (`JitOptions::inline_filters`; at most `analyses::Chain::MAX_INLINE_FILTERS`).
+pub const fn inline_count(filter: usize) -> usize {
+    match filter {
+        0 => INLINE_COUNT,
+        _ => INLINE_FAST_SHARED + filter,
+    }
+}
+
+const _: () = assert!(inline_count(analyses::Chain::MAX_INLINE_FILTERS - 1) < INLINE_WORDS);
 
 /// A shadow-stack entry: the chain's packed frame (`analyses::ctx::pack_frame`).
 #[inline]
@@ -118,6 +135,7 @@ impl JitThread {
             tid: tid as u64,
             inline_drops: inline_buf.as_mut_ptr(),
             epoch: hook.epoch_word_ptr(),
+            capsule_calls: 0,
             seeded: rt.seeded,
             rt,
             code,
@@ -128,32 +146,36 @@ impl JitThread {
         }
     }
 
-    /// The accesses this thread's code dropped inline so far, per site (sorted), with
-    /// the last object each site accessed; the counters are reset.
-    pub fn take_inline_drops(&mut self) -> Vec<InlineDrops> {
-        let mut by_site: BTreeMap<u32, InlineDrops> = BTreeMap::new();
-        for (i, s) in self.code.inline_sites.iter().enumerate() {
-            let w = &mut self.inline_buf[i * INLINE_WORDS..(i + 1) * INLINE_WORDS];
-            let n = std::mem::take(&mut w[INLINE_COUNT]);
-            if n == 0 {
-                continue;
+    /// The accesses this thread's code dropped inline so far, per header filter and
+    /// site (sorted), with the last object each site accessed; the counters are reset.
+    pub fn take_inline_drops(&mut self) -> Vec<Vec<InlineDrops>> {
+        let mut per_filter = Vec::new();
+        for filter in 0..analyses::Chain::MAX_INLINE_FILTERS {
+            let mut by_site: BTreeMap<u32, InlineDrops> = BTreeMap::new();
+            for (i, s) in self.code.inline_sites.iter().enumerate() {
+                let w = &mut self.inline_buf[i * INLINE_WORDS..(i + 1) * INLINE_WORDS];
+                let n = std::mem::take(&mut w[inline_count(filter)]);
+                if n == 0 {
+                    continue;
+                }
+                let d = by_site.entry(s.site.0).or_insert(InlineDrops {
+                    site: analyses::SiteId(s.site.0),
+                    rep: Loc {
+                        obj: ObjId(w[INLINE_OBJ]),
+                        slot: s.slot,
+                    },
+                    reads: 0,
+                    writes: 0,
+                });
+                if s.is_write {
+                    d.writes += n;
+                } else {
+                    d.reads += n;
+                }
             }
-            let d = by_site.entry(s.site.0).or_insert(InlineDrops {
-                site: analyses::SiteId(s.site.0),
-                rep: Loc {
-                    obj: ObjId(w[INLINE_OBJ]),
-                    slot: s.slot,
-                },
-                reads: 0,
-                writes: 0,
-            });
-            if s.is_write {
-                d.writes += n;
-            } else {
-                d.reads += n;
-            }
+            per_filter.push(by_site.into_values().collect());
         }
-        by_site.into_values().collect()
+        per_filter
     }
 
     /// The accesses this thread's code decided with the inline same-epoch check so

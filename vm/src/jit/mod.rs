@@ -45,7 +45,7 @@ use abi::JitThread;
 use runtime_fns::Rt;
 
 /// What the generated code must contain; fixed per run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JitOptions {
     /// A chain is active: emit the event hooks.
     pub hooks: bool,
@@ -62,10 +62,16 @@ pub struct JitOptions {
     pub seeded: bool,
     /// `--max-steps` is set: count executed blocks.
     pub count_steps: bool,
-    /// An inline filter for access hooks, requested by the chain's first pass.
-    pub inline_filter: Option<HeaderFilter>,
+    /// The inline filters for access hooks, in chain order: the tests of the chain's
+    /// first passes (`analyses::Chain::inline_filters`), each applied to what the
+    /// ones before let through (a reference write only to the first).
+    pub inline_filters: Vec<HeaderFilter>,
     /// An inline same-epoch check for access hooks, offered by the chain's detector.
     pub inline_check: Option<InlineDetector>,
+    /// The capsule classes of the run, by class id (`analyses::env::Env::is_capsule_class`,
+    /// which `--capsules` overrides): what `HeaderFilter::capsule_fields` and
+    /// `HeaderFilter::capsule_calls` test. Empty without a chain.
+    pub capsules: Vec<bool>,
 }
 
 /// The detector's same-epoch test performed by generated code before an access hook
@@ -102,9 +108,14 @@ pub struct HeaderFilter {
     pub mask: u64,
     /// Writes of reference-typed values.
     pub ref_write_mask: u64,
-    /// Never skip an access to a field of a capsule class: a later pass checks them
-    /// even on thread-local objects ([`analyses::Chain::checks_local`]).
+    /// Never skip an access to a field of a capsule class (`JitOptions::capsules`):
+    /// a later pass checks them even on thread-local objects
+    /// ([`analyses::Chain::checks_local`]), or the filter is `capsule`'s.
     pub capsule_fields: bool,
+    /// Skip only while the thread runs no call of an instance method of a capsule
+    /// class (`abi::JitThread::capsule_calls` is zero): inside one, `capsule`'s
+    /// executor decides.
+    pub capsule_calls: bool,
 }
 
 impl HeaderFilter {
@@ -115,27 +126,32 @@ impl HeaderFilter {
         mask: layout::SHARED_BIT,
         ref_write_mask: layout::SHARED_BIT | layout::CAPSULE_BIT,
         capsule_fields: false,
+        capsule_calls: false,
     };
 
-    /// The mask for an access writing a value of type `write` (None: a read).
-    pub fn mask_for(&self, write: Option<&Type>) -> u64 {
-        match write {
-            Some(t) if t.is_ref() => self.ref_write_mask,
-            _ => self.mask,
-        }
-    }
+    /// The `capsule` pass (Rhodes ch. 5): outside every capsule call, an access to an
+    /// object without the capsule-shared bit is capsule-protected with the thread as
+    /// owner; a reference write must also be seen when the target has escaped (the
+    /// pass leaks it in `escape`'s bit, see `analyses::passes::capsule`).
+    pub const CAPSULE: HeaderFilter = HeaderFilter {
+        mask: layout::CAPSULE_BIT,
+        ref_write_mask: layout::CAPSULE_BIT | layout::SHARED_BIT,
+        capsule_fields: true,
+        capsule_calls: true,
+    };
 
     /// The header test implementing a pass's [`InlineFilter`] request.
     pub fn of(f: InlineFilter) -> HeaderFilter {
         match f {
             InlineFilter::NotShared => HeaderFilter::ESCAPE,
+            InlineFilter::CapsuleProtected => HeaderFilter::CAPSULE,
         }
     }
 }
 
 impl JitOptions {
     /// The options of a run of `rt`; the inline filter is the one the chain's first
-    /// pass requests ([`Chain::inline_filter`](analyses::Chain::inline_filter)).
+    /// passes request ([`Chain::inline_filters`](analyses::Chain::inline_filters)).
     pub fn for_runtime(rt: &Runtime) -> JitOptions {
         JitOptions {
             hooks: rt.bridge.is_some(),
@@ -143,12 +159,15 @@ impl JitOptions {
             frame_events: rt.bridge.as_ref().is_some_and(|b| b.chain.frame_events()),
             seeded: rt.seeded,
             count_steps: rt.limits.max_steps != u64::MAX,
-            inline_filter: rt.bridge.as_ref().and_then(|b| {
-                let f = HeaderFilter::of(b.chain.inline_filter()?);
-                Some(HeaderFilter {
-                    capsule_fields: b.chain.checks_local(),
-                    ..f
-                })
+            inline_filters: rt.bridge.as_ref().map_or_else(Vec::new, |b| {
+                let checks_local = b.chain.checks_local();
+                let filters = b.chain.inline_filters().into_iter().map(HeaderFilter::of);
+                filters
+                    .map(|f| HeaderFilter {
+                        capsule_fields: f.capsule_fields || checks_local,
+                        ..f
+                    })
+                    .collect()
             }),
             inline_check: rt
                 .bridge
@@ -168,13 +187,24 @@ impl JitOptions {
                         field_checks,
                     })
                 }),
+            capsules: rt.bridge.as_ref().map_or_else(Vec::new, |b| {
+                let env = b.chain.shared.env.as_ref();
+                (0..rt.image.program.classes.len())
+                    .map(|c| env.is_capsule_class(c as u32))
+                    .collect()
+            }),
         }
+    }
+
+    /// Whether class `class` is a capsule class of the run.
+    pub fn is_capsule(&self, class: u32) -> bool {
+        self.capsules.get(class as usize).copied().unwrap_or(false)
     }
 
     /// Without the header filter there is no inline check behind it.
     pub fn without_inline_filter(self) -> JitOptions {
         JitOptions {
-            inline_filter: None,
+            inline_filters: Vec::new(),
             inline_check: self.inline_check.filter(|c| !c.behind_filter),
             ..self
         }
@@ -410,10 +440,11 @@ fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
     t.hook.add_inline_checks(&checks);
     if t.failed == 0 {
         // The accesses dropped inline, accounted before `ThreadEnd` merges the counts.
-        let drops = t.take_inline_drops();
-        let n: u64 = drops.iter().map(|d| d.reads + d.writes).sum();
-        t.code.inline_dropped.fetch_add(n, Ordering::Relaxed);
-        t.hook.add_inline_drops(&drops);
+        for (filter, drops) in t.take_inline_drops().into_iter().enumerate() {
+            let n: u64 = drops.iter().map(|d| d.reads + d.writes).sum();
+            t.code.inline_dropped.fetch_add(n, Ordering::Relaxed);
+            t.hook.add_inline_drops(filter, &drops);
+        }
         t.hook.emit(site, EventKind::ThreadEnd);
     }
 }

@@ -395,7 +395,7 @@ extern "C" fn jit_barrier_await(t: *mut JitThread, b: u64, s: u64) {
 }
 
 /// Method prologue, run by the callee after the caller pushed its shadow frame:
-/// acquire (synchronized), enter, begin. Returns the monitor held for the epilogue
+/// enter, acquire (synchronized), begin. Returns the monitor held for the epilogue
 /// (0 = none).
 extern "C" fn jit_prologue(t: *mut JitThread, f: u64, params: *const u64) -> u64 {
     guarded(t, |t| {
@@ -408,7 +408,7 @@ extern "C" fn jit_prologue(t: *mut JitThread, f: u64, params: *const u64) -> u64
     })
 }
 
-/// Method epilogue: end, exit, release.
+/// Method epilogue: end, release, exit.
 extern "C" fn jit_epilogue(t: *mut JitThread, f: u64, ret: u64, lock: u64) {
     guarded(t, |t| {
         let (_, s) = t.top();

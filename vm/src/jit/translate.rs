@@ -27,9 +27,9 @@ use crate::interp::block_site;
 use crate::layout;
 
 use super::abi::{
-    INLINE_COUNT, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_WORDS, OFF_ABORT, OFF_DEPTH,
-    OFF_EPOCH, OFF_FAILED, OFF_FRAMES, OFF_FRAMES_LOW, OFF_INLINE_DROPS, OFF_MAX_DEPTH,
-    OFF_MAX_STEPS, OFF_STEPS, OFF_TID, pack_frame,
+    INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS,
+    OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FRAMES, OFF_FRAMES_LOW, OFF_INLINE_DROPS, OFF_MAX_DEPTH,
+    OFF_MAX_STEPS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -435,12 +435,14 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     /// An access hook with the chain's inline decisions in front of the call:
-    /// - with an inline filter (`JitOptions::inline_filter`), skip the call when the
-    ///   object's header has none of the filter's bits, and count the skipped access
-    ///   in the thread's entry for this site (`JitThread::inline_drops`: one add and
-    ///   the object's address, no call);
-    /// - with an inline same-epoch check (`JitOptions::inline_check`; behind a
-    ///   filter only for the accesses its test lets through that are not reference
+    /// - with inline filters (`JitOptions::inline_filters`), in chain order: skip the
+    ///   call when the object's header has none of the filter's bits (for `capsule`'s,
+    ///   only outside capsule calls), and count the skipped access for that filter in
+    ///   the thread's entry for this site (`JitThread::inline_drops`: one add and the
+    ///   object's address, no call); a reference write gets the first filter's test
+    ///   only;
+    /// - with an inline same-epoch check (`JitOptions::inline_check`; behind filters
+    ///   only for the accesses all their tests let through that are not reference
     ///   writes), skip the call when the detector's hot shadow cell says this
     ///   thread's own access in its current epoch is the latest, and count the access
     ///   by rule in the same entry ([`Translator::same_epoch_check`]).
@@ -460,24 +462,31 @@ impl<'a, 'b> Translator<'a, 'b> {
         site: SiteId,
         slot: u32,
     ) {
-        let mask = match (self.opts().inline_filter, filterable) {
-            (Some(f), true) => Some(match write {
-                None => f.mask,
-                Some(None) => f.ref_write_mask,
-                Some(Some(t)) => f.mask_for(Some(t)),
-            }),
-            _ => None,
-        };
         let ref_write = match write {
             None => false,
             Some(None) => true,
             Some(Some(t)) => t.is_ref(),
         };
+        // The header tests in chain order (a reference write only the first's): its
+        // mask, and whether it holds only outside capsule calls.
+        let tests: Vec<(u64, bool)> = if filterable {
+            let filters = &self.opts().inline_filters;
+            let n = if ref_write { 1 } else { filters.len() };
+            filters[..n.min(filters.len())]
+                .iter()
+                .map(|f| {
+                    let mask = if ref_write { f.ref_write_mask } else { f.mask };
+                    (mask, f.capsule_calls)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let check = self
             .opts()
             .inline_check
-            .filter(|c| !c.field_checks && (!c.behind_filter || (mask.is_some() && !ref_write)));
-        if mask.is_none() && check.is_none() {
+            .filter(|c| !c.field_checks && (!c.behind_filter || (!tests.is_empty() && !ref_write)));
+        if tests.is_empty() && check.is_none() {
             self.call_rt(rt, args);
             return;
         }
@@ -490,22 +499,36 @@ impl<'a, 'b> Translator<'a, 'b> {
         });
         let call = self.b.create_block();
         let cont = self.b.create_block();
-        if let Some(mask) = mask {
-            let h = self
-                .b
-                .ins()
-                .load(I64, heap_mem(), obj, (layout::HEADER * layout::WORD) as i32);
+        let mut header = None;
+        for (i, &(mask, capsule_calls)) in tests.iter().enumerate() {
+            if capsule_calls {
+                // Inside a capsule call the pass's executor decides: call.
+                let n =
+                    self.b
+                        .ins()
+                        .load(I64, MemFlagsData::trusted(), self.ctx, OFF_CAPSULE_CALLS);
+                let outside = self.b.create_block();
+                self.b.ins().brif(n, call, &[], outside, &[]);
+                self.b.switch_to_block(outside);
+            }
+            let h = *header.get_or_insert_with(|| {
+                self.b
+                    .ins()
+                    .load(I64, heap_mem(), obj, (layout::HEADER * layout::WORD) as i32)
+            });
             let bits = self.b.ins().band_imm_s(h, mask as i64);
-            let pass = match check {
-                Some(_) => self.b.create_block(),
-                None => call,
+            let last = i + 1 == tests.len();
+            let pass = if last && check.is_none() {
+                call
+            } else {
+                self.b.create_block()
             };
             let skip = self.b.create_block();
             self.b.ins().brif(bits, pass, &[], skip, &[]);
             self.b.switch_to_block(skip);
-            self.count_inline(entry, INLINE_COUNT, obj);
+            self.count_inline(entry, inline_count(i), obj);
             self.b.ins().jump(cont, &[]);
-            if check.is_some() {
+            if pass != call {
                 self.b.switch_to_block(pass);
             }
         }
@@ -645,8 +668,29 @@ impl<'a, 'b> Translator<'a, 'b> {
                 && (self.opts().frame_events || f.is_deterministic || f.is_atomic))
     }
 
-    /// Acquire (synchronized), enter, begin: `runtime_fns::jit_prologue`.
+    /// Whether this function is a capsule call that the inline filter must know of
+    /// (`HeaderFilter::capsule_calls`): an instance method of a capsule class (CapJava
+    /// has no inheritance, so its receiver is of that class).
+    fn counts_capsule_call(&self) -> bool {
+        self.opts().inline_filters.iter().any(|f| f.capsule_calls)
+            && self.func.kind != FuncKind::Static
+            && self.opts().is_capsule(self.func.class.0)
+    }
+
+    /// Add `by` to the thread's count of running capsule calls.
+    fn add_capsule_calls(&mut self, by: i64) {
+        let m = MemFlagsData::trusted();
+        let n = self.b.ins().load(I64, m, self.ctx, OFF_CAPSULE_CALLS);
+        let n = self.b.ins().iadd_imm_s(n, by);
+        self.b.ins().store(m, n, self.ctx, OFF_CAPSULE_CALLS);
+    }
+
+    /// Enter, acquire (synchronized), begin: `runtime_fns::jit_prologue`. Counts a
+    /// capsule call first (`Translator::counts_capsule_call`).
     fn prologue(&mut self, params: &[Value]) {
+        if self.counts_capsule_call() {
+            self.add_capsule_calls(1);
+        }
         if !self.needs_frame_hooks() {
             return;
         }
@@ -1036,8 +1080,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// (`HeaderFilter::capsule_fields`; CapJava has no inheritance, so the field's
     /// class is the object's).
     fn field_filterable(&self, field: FieldRef) -> bool {
-        let capsule_fields = self.opts().inline_filter.is_some_and(|f| f.capsule_fields);
-        !(capsule_fields && self.env.prog.class(field.class).is_capsule)
+        let capsule_fields = self.opts().inline_filters.iter().any(|f| f.capsule_fields);
+        !(capsule_fields && self.opts().is_capsule(field.class.0))
     }
 
     fn statics(&mut self) -> Value {
@@ -1487,7 +1531,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
     }
 
-    /// End, exit, release (`runtime_fns::jit_epilogue`), then return.
+    /// End, release, exit (`runtime_fns::jit_epilogue`), the end of a counted capsule
+    /// call, then return.
     fn ret(&mut self, v: Option<Local>) {
         let ret_ty = cl_type(&self.func.ret);
         let val = match (v, ret_ty) {
@@ -1510,6 +1555,9 @@ impl<'a, 'b> Translator<'a, 'b> {
             };
             self.call_rt(Rt::Epilogue, &[f, bits, lock]);
             self.check_failed();
+        }
+        if self.counts_capsule_call() {
+            self.add_capsule_calls(-1);
         }
         match val {
             Some(x) => self.b.ins().return_(&[x]),

@@ -131,8 +131,9 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
     let a = run_recorded(&program, Tier::Interp, seed, &[])?;
     let b = run_recorded(&program, Tier::Jit, seed, &[])?;
     let mut d = tier_diff(&a.out, &b.out, &a.log.lines, &b.log.lines);
-    // The JIT's inline escape test (escape first in the chain) and inline
-    // same-epoch check (fasttrack alone or behind escape, bigfoot's checks): the full
+    // The JIT's inline filters (escape's and capsule's tests, first in the chain)
+    // and inline same-epoch check (fasttrack alone or behind them, bigfoot's
+    // checks): the full
     // report, warnings and every pass's statistics, equals the interpreter's.
     for chain in INLINE_CHAINS {
         let filtered = |tier, inline_detector| {
@@ -205,12 +206,13 @@ pub fn tier_diff(a: &RunOutcome, b: &RunOutcome, ea: &[String], eb: &[String]) -
     d
 }
 
-/// The chains under which `interp_vs_jit` also compares reports: `escape` first, so
-/// the JIT tests its header bits inline, `fasttrack` alone or behind `escape`, so it
-/// decides FastTrack's same-epoch accesses inline, and `bigfoot`, whose same-epoch
+/// The chains under which `interp_vs_jit` also compares reports: `escape`, `capsule`
+/// or both first, so the JIT tests their header bits inline, `fasttrack` alone or
+/// behind them, so it decides FastTrack's same-epoch accesses inline, and `bigfoot`, whose same-epoch
 /// field and element checks it decides inline.
-const INLINE_CHAINS: [&str; 4] = [
+const INLINE_CHAINS: [&str; 5] = [
     "escape:capsule:fasttrack",
+    "capsule:fasttrack",
     "fasttrack",
     "escape:fasttrack",
     "bigfoot",

@@ -89,7 +89,7 @@ use parking_lot::Mutex;
 use crate::env::HeapView;
 use crate::event::{Event, EventKind, Loc, ObjId, Op, SiteId};
 use crate::filterstats::{AccessClass, Owner, SiteTable};
-use crate::pass::{Flow, Local, Pass};
+use crate::pass::{Flow, InlineChecks, InlineDrops, InlineFilter, Local, Pass};
 use crate::passes::escape::leak::{self, Bit};
 use crate::passes::escape::loc_kind;
 use crate::report::{AccessInfo, Warning, WarningKind};
@@ -617,6 +617,39 @@ impl Pass for Capsule {
 
     fn checks_local(&self) -> bool {
         true
+    }
+
+    /// The drop decision of [`Pass::access`] for a capsule-protected access outside
+    /// every capsule call: no executor, so no synchronization check and the owner is
+    /// the thread; its only other effect is the `Local` site record that
+    /// [`Pass::inline_dropped`] repeats. Objects of capsule classes (live or demoted)
+    /// and reference writes into escaped objects are never in the test.
+    fn inline_filter(&self) -> Option<InlineFilter> {
+        let heap = self.shared.env.heap()?;
+        heap.has_capsule_bit()
+            .then_some(InlineFilter::CapsuleProtected)
+    }
+
+    fn inline_dropped(&self, _t: &ThreadState, local: &mut Local, drops: &[InlineDrops]) {
+        let (Some(heap), Some(l)) = (self.shared.env.heap(), local_of(local)) else {
+            return;
+        };
+        l.sites
+            .record_inline_drops(drops, |loc| loc_kind(heap, loc));
+    }
+
+    /// An access to p ∈ G outside every capsule call, other than a reference write,
+    /// is forwarded after recording its site as shared by the thread, nothing else.
+    fn forwards_inline(&self) -> bool {
+        true
+    }
+
+    fn inline_forwarded(&self, t: &ThreadState, local: &mut Local, checks: &[InlineChecks]) {
+        let (Some(heap), Some(l)) = (self.shared.env.heap(), local_of(local)) else {
+            return;
+        };
+        l.sites
+            .record_inline_forwarded(checks, Owner::Thread(t.tid), |loc| loc_kind(heap, loc));
     }
 
     /// A thread-local access to a capsule's field, dropped by `escape`: the checks of

@@ -84,7 +84,7 @@ use parking_lot::Mutex;
 
 use crate::env::HeapView;
 use crate::event::{Event, EventKind, Loc, ObjId, Op};
-use crate::filterstats::{AccessClass, LocKind, Owner, SiteRecord, SiteTable};
+use crate::filterstats::{AccessClass, LocKind, Owner, SiteTable};
 use crate::pass::{Flow, InlineChecks, InlineDrops, InlineFilter, Local, Pass};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
@@ -239,33 +239,19 @@ impl Pass for Escape {
     }
 
     fn inline_forwarded(&self, t: &ThreadState, local: &mut Local, checks: &[InlineChecks]) {
-        let Some(heap) = self.shared.env.heap() else {
+        let (Some(heap), Some(l)) = (self.shared.env.heap(), local_of(local)) else {
             return;
         };
-        let Some(l) = local_of(local) else {
-            return;
-        };
-        for c in checks {
-            l.sites
-                .get_or_insert_with(c.site, || SiteRecord::new(loc_kind(heap, c.rep), c.rep))
-                .record_shared(Owner::Thread(t.tid), c.reads(), c.writes_same);
-        }
+        l.sites
+            .record_inline_forwarded(checks, Owner::Thread(t.tid), |loc| loc_kind(heap, loc));
     }
 
     fn inline_dropped(&self, _t: &ThreadState, local: &mut Local, drops: &[InlineDrops]) {
-        let Some(heap) = self.shared.env.heap() else {
+        let (Some(heap), Some(l)) = (self.shared.env.heap(), local_of(local)) else {
             return;
         };
-        let Some(l) = local_of(local) else {
-            return;
-        };
-        // As `access` records each of them: `AccessClass::Local` (the owner and the
-        // read/write distinction only count for shared accesses).
-        for d in drops {
-            l.sites
-                .get_or_insert_with(d.site, || SiteRecord::new(loc_kind(heap, d.rep), d.rep))
-                .local += d.reads + d.writes;
-        }
+        l.sites
+            .record_inline_drops(drops, |loc| loc_kind(heap, loc));
     }
 
     fn stats(&self) -> Option<serde_json::Value> {
@@ -306,7 +292,8 @@ mod tests {
                         || (value.is_some() && h.is_capsule_shared(loc.obj));
                     !checked
                 }
-                None => false,
+                // Not escape's test; these tests run escape alone.
+                Some(InlineFilter::CapsuleProtected) | None => false,
             }
         }
 
@@ -409,7 +396,7 @@ mod tests {
         p.simple(&mut child, EventKind::ThreadEnd);
         let drops = std::mem::take(&mut p.drops);
         let dropped_inline = drops.iter().map(|d| d.reads + d.writes).sum();
-        chain.add_inline_drops(&mut cx, &drops);
+        chain.add_inline_drops(&mut cx, 0, &drops);
         p.simple(&mut cx, EventKind::ThreadEnd);
         (chain.stats_json(), dropped_inline)
     }

@@ -864,6 +864,11 @@ impl Pass for Grits {
     fn name(&self) -> &'static str {
         "grits"
     }
+    /// Calls matter only through the call context of reports (`ThreadState::ctx`),
+    /// which the chain keeps without `Enter`/`Exit`.
+    fn wants_frames(&self) -> bool {
+        false
+    }
 
     fn thread_local(&self) -> Box<Local> {
         Box::new(TLocal {

@@ -268,6 +268,11 @@ impl Pass for SingleTrack {
     fn name(&self) -> &'static str {
         NAME
     }
+    /// Calls matter only through the call context of reports (`ThreadState::ctx`),
+    /// which the chain keeps without `Enter`/`Exit`.
+    fn wants_frames(&self) -> bool {
+        false
+    }
 
     fn thread_local(&self) -> Box<Local> {
         Box::new(ThreadCopy::default())
