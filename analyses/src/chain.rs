@@ -69,23 +69,46 @@ impl Chain {
         self.frame_events
     }
 
+    /// Whether the `Enter`/`Exit` of calls of `method` must be delivered: every call
+    /// when a pass takes them all ([`Chain::frame_events`]), otherwise the calls some
+    /// pass asks for ([`Pass::wants_frames_of`]). Those are delivered with the call
+    /// context the producer's stack gives ([`Chain::sync_frames`]; an `Enter` after
+    /// the callee's frame was pushed, an `Exit` before it is popped).
+    pub fn wants_frames_of(&self, method: crate::event::MethodId) -> bool {
+        self.frame_events || self.passes.iter().any(|p| p.wants_frames_of(method))
+    }
+
     /// Set `cx`'s call context to the stack `frames`, outermost first, each frame
     /// packed by [`crate::ctx::pack_frame`] (the method and the site it was called
     /// from), when the chain takes no `Enter`/`Exit` ([`Chain::frame_events`]).
     /// `unchanged`: how many outermost frames are the same as at the previous call
     /// (a producer that does not track this passes 0; the stack is then interned
     /// again from the bottom).
+    ///
+    /// Frames above `unchanged` that equal those last handed over at the same depth
+    /// (a call that returned and was made again from the same site) keep their
+    /// contexts without interning them again.
     pub fn sync_frames(&self, cx: &mut ThreadCx, frames: &[u64], unchanged: usize) {
         let t = &mut cx.state;
-        let keep = unchanged.min(frames.len()).min(t.frame_ctxs.len());
+        t.stack_synced = true;
+        let mut keep = unchanged.min(frames.len()).min(t.frame_ctxs.len());
+        while keep < frames.len()
+            && keep < t.frame_words.len()
+            && t.frame_words[keep] == frames[keep]
+        {
+            keep += 1;
+        }
         t.frame_ctxs.truncate(keep);
+        t.frame_words.truncate(keep);
         let mut ctx = t.frame_ctxs.last().copied().unwrap_or(CtxId::ROOT);
         for &w in &frames[keep..] {
             let (method, site) = crate::ctx::unpack_frame(w);
             ctx = self.shared.ctxs.child(ctx, method, site);
             t.frame_ctxs.push(ctx);
+            t.frame_words.push(w);
         }
         t.ctx = ctx;
+        t.method = frames.last().map(|&w| crate::ctx::unpack_frame(w).0);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -154,8 +177,22 @@ impl Chain {
             EventKind::Read { .. } => 0,
             EventKind::Write { .. } => 1,
             EventKind::Check { .. } => 17,
-            EventKind::Enter { .. } | EventKind::Exit { .. } if !self.frame_events => {
-                self.update_services(cx, ev);
+            // Without a pass that takes every call: from a producer that keeps the
+            // stack, these are the calls some pass asked for
+            // ([`Chain::wants_frames_of`]): they go to the passes and leave the
+            // context as the stack set it. From one that does not (a trace), they
+            // move the context, and reach the passes only if some pass asked.
+            EventKind::Enter { method, .. } | EventKind::Exit { method, .. }
+                if !self.frame_events =>
+            {
+                if cx.state.stack_synced {
+                    self.dispatch(cx, ev);
+                } else {
+                    if self.wants_frames_of(method) {
+                        self.dispatch(cx, ev);
+                    }
+                    self.update_services(cx, ev);
+                }
                 return;
             }
             _ => {
@@ -240,9 +277,11 @@ impl Chain {
             EventKind::Enter { method, .. } => {
                 t.ctx_stack.push(t.ctx);
                 t.ctx = self.shared.ctxs.child(t.ctx, method, ev.site);
+                t.method = Some(method);
             }
             EventKind::Exit { .. } => {
                 t.ctx = t.ctx_stack.pop().unwrap_or_default();
+                t.method = self.shared.ctxs.method_of(t.ctx);
             }
             _ => self.shared.clocks.apply(t, ev),
         }

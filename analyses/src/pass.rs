@@ -185,6 +185,15 @@ pub trait Pass: Send + Sync {
         true
     }
 
+    /// With [`Pass::wants_frames`] false: whether this pass still needs the `Enter`
+    /// and `Exit` of the calls of `method` (`capsule`: methods of capsule classes).
+    /// The chain then keeps the call context from the producer's stack and delivers
+    /// these calls' events only ([`crate::Chain::wants_frames_of`]); the running
+    /// method is [`ThreadState::method`] either way.
+    fn wants_frames_of(&self, _method: crate::event::MethodId) -> bool {
+        false
+    }
+
     /// End of the run: report anything deferred (e.g. `singletrack`'s last checks).
     fn finish(&self) {}
 

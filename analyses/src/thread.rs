@@ -1,7 +1,7 @@
 //! Per-thread state kept by the chain and shown to every pass.
 
 use crate::ctx::CtxId;
-use crate::event::{ObjId, Tid};
+use crate::event::{MethodId, ObjId, Tid};
 use crate::vc::{Epoch, VectorClock};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -23,6 +23,13 @@ pub struct ThreadState {
     /// With [`crate::Chain::sync_frames`]: the context of each prefix of the stack
     /// last handed over (entry `i`: the outermost `i + 1` frames).
     pub(crate) frame_ctxs: Vec<CtxId>,
+    /// With [`crate::Chain::sync_frames`]: the packed frames last handed over.
+    pub(crate) frame_words: Vec<u64>,
+    /// The producer keeps the stack and hands it over ([`crate::Chain::sync_frames`]),
+    /// so `Enter`/`Exit` events, if any, do not move the context.
+    pub(crate) stack_synced: bool,
+    /// The running method (innermost frame), if any.
+    pub method: Option<MethodId>,
 }
 
 impl ThreadState {
@@ -34,6 +41,9 @@ impl ThreadState {
             ctx: CtxId::ROOT,
             ctx_stack: Vec::new(),
             frame_ctxs: Vec::new(),
+            frame_words: Vec::new(),
+            stack_synced: false,
+            method: None,
         }
     }
     /// The thread's current epoch `C_t[t]@t`.

@@ -22,13 +22,20 @@ pub struct Bridge {
     /// the chain is `bigfoot`, which checks the placed checks instead (the program
     /// then runs with no access hooks at all).
     pub plain_accesses: bool,
+    /// By function id: whether its calls deliver `Enter`/`Exit`
+    /// (`analyses::Chain::wants_frames_of`).
+    pub frames_of: Vec<bool>,
     stripes: Vec<Mutex<()>>,
 }
 
 impl Bridge {
     pub fn new(chain: Chain, env: Arc<VmEnv>) -> Bridge {
+        let funcs = env.image.program.funcs.len();
         Bridge {
             plain_accesses: chain.pass_names().iter().any(|n| *n != "bigfoot"),
+            frames_of: (0..funcs)
+                .map(|f| chain.wants_frames_of(analyses::MethodId(f as u32)))
+                .collect(),
             chain,
             env,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),

@@ -8,11 +8,13 @@
 //! performs volatile accesses atomically with their events: under the bridge's
 //! striped lock, so the chain sees volatile operations in the order they take effect.
 //!
-//! When no pass of the chain takes `Enter`/`Exit` events
-//! (`analyses::Chain::frame_events`), the tiers do not deliver them: the chain learns
-//! the call context from the thread's stack instead, which the hook keeps for the
-//! interpreter ([`Hook::push_frame`], [`Hook::pop_frame`]) and the JIT hands over from
-//! its shadow stack ([`Hook::sync_stack`]) before it delivers an event.
+//! When no pass of the chain takes every `Enter`/`Exit` event
+//! (`analyses::Chain::frame_events`), the tiers deliver only those of the calls some
+//! pass asked for ([`Hook::frame_events_of`]; `capsule`: methods of capsule classes),
+//! and the chain learns the call context from the thread's stack instead, which the
+//! hook keeps for the interpreter ([`Hook::push_frame`], [`Hook::pop_frame`]) and the
+//! JIT hands over from its shadow stack ([`Hook::sync_stack`]) before it delivers an
+//! event.
 
 use std::sync::Arc;
 
@@ -66,17 +68,24 @@ impl Hook {
         }))
     }
 
-    /// Whether the tier delivers `Enter` and `Exit` of every call (the hook is on and
-    /// the chain takes them).
+    /// Whether the tier delivers `Enter` and `Exit` of the calls of `func`: every
+    /// call when the chain takes them all, otherwise those some pass asked for
+    /// (`Bridge::frames_of`).
     #[inline]
-    pub fn frame_events(&self) -> bool {
-        matches!(
-            &self.0,
+    pub fn frame_events_of(&self, func: lang::ir::FuncId) -> bool {
+        match &self.0 {
+            None => false,
             Some(On {
                 stack: Stack::Events,
                 ..
-            })
-        )
+            }) => true,
+            Some(on) => on
+                .bridge
+                .frames_of
+                .get(func.0 as usize)
+                .copied()
+                .unwrap_or(false),
+        }
     }
 
     /// The tier keeps the stack and hands it over with [`Hook::sync_stack`] (the

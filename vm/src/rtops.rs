@@ -486,7 +486,7 @@ impl Guest<'_> {
 
     /// Method prologue of `f`, whose frame was just pushed by the call at `site`
     /// (`params`: its parameters): enter (if the chain takes it:
-    /// `Hook::frame_events`), acquire (synchronized), begin. Returns the monitor held until the epilogue
+    /// `Hook::frame_events_of`), acquire (synchronized), begin. Returns the monitor held until the epilogue
     /// (0 = none).
     pub fn enter_method(&mut self, f: FuncId, params: &[u64], site: SiteId) -> Result<u64, Stop> {
         let rt = self.rt.clone();
@@ -494,7 +494,7 @@ impl Guest<'_> {
         // `Enter` comes before the monitor's `Acquire` (and `Exit` after its
         // `Release`): the method holds its monitor, so both events carry its frame,
         // as they do when the chain keeps the call stack without these events.
-        if self.hook.is_on() && self.hook.frame_events() {
+        if self.hook.frame_events_of(f) {
             let first = if func.kind == FuncKind::Static { 0 } else { 1 };
             let receiver = (first == 1).then(|| ObjId(params[0]));
             let args: Vec<ObjId> = (first..func.num_params as usize)
@@ -559,7 +559,7 @@ impl Guest<'_> {
             self.point()?;
             self.monitor_exit(lock, site)?;
         }
-        if self.hook.is_on() && self.hook.frame_events() {
+        if self.hook.frame_events_of(f) {
             self.hook.emit(
                 site,
                 EventKind::Exit {

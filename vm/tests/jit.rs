@@ -768,8 +768,9 @@ fn a_failing_thread_stops_a_spinning_compiled_loop() {
 }
 
 /// A chain whose passes take no `Enter`/`Exit` (`fasttrack`, `singletrack`,
-/// `atomicity`) gets no such events: the call context comes from the stack the tier
-/// keeps (the interpreter's frames, the JIT's shadow stack). Its warnings, each
+/// `atomicity`), or only those of some calls (`capsule`: capsule classes' methods),
+/// gets only those events: the call context comes from the stack the tier keeps (the
+/// interpreter's frames, the JIT's shadow stack). Its warnings, each
 /// access and synchronization operation with its whole stack, are those of the same
 /// chain behind a pass that takes every event (`count`), on both tiers and every
 /// corpus program: in particular a `synchronized` method's monitor operations carry
@@ -786,7 +787,13 @@ fn call_contexts_from_the_stack_equal_those_from_enter_and_exit() {
         if is_heavy(&p) {
             continue;
         }
-        for tools in ["fasttrack", "singletrack:fasttrack", "atomicity"] {
+        for tools in [
+            "fasttrack",
+            "singletrack:fasttrack",
+            "atomicity",
+            "capsule:fasttrack",
+            "escape:capsule:fasttrack",
+        ] {
             for tier in [Tier::Interp, Tier::Jit] {
                 for seed in [1, 2] {
                     let run = |tools: &str| {
@@ -853,5 +860,37 @@ fn capsules_flag_reaches_the_inline_filters() {
             jit.warnings_text
         );
         assert_eq!(jit.report, interp.report, "{tools}");
+    }
+}
+
+/// `capsule` takes the `Enter`/`Exit` of capsule classes' methods only: in
+/// `capsule_outside_access.cj` one call of `Account.deposit`, on both tiers, where a
+/// chain with `count` takes every call; the report is the same.
+#[test]
+fn capsule_takes_only_the_calls_of_capsule_classes() {
+    let p = corpus("bugs")
+        .into_iter()
+        .find(|p| p.ends_with("capsule_outside_access.cj"))
+        .expect("corpus program");
+    let prog = compile_file(&p).expect("compiles");
+    for tier in [Tier::Interp, Tier::Jit] {
+        let run = |tools: &str| {
+            let cfg = RunConfig {
+                tier,
+                sched: SchedKind::Seeded(1),
+                tools: Some(tools.into()),
+                ..RunConfig::default()
+            };
+            run_program(prog.clone(), &cfg).expect("run")
+        };
+        let enters = |r: &RunOutcome, pass: usize| {
+            r.report["stats"]["passes"][pass]["by_kind"]["enter"]
+                .as_u64()
+                .unwrap_or(0)
+        };
+        let (some, all) = (run("capsule:fasttrack"), run("count:capsule:fasttrack"));
+        assert_eq!(enters(&some, 0), 1, "{tier:?}");
+        assert!(enters(&all, 1) >= 3, "{tier:?}: {}", enters(&all, 1));
+        assert_eq!(some.warnings_text, all.warnings_text, "{tier:?}");
     }
 }

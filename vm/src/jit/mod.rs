@@ -58,6 +58,10 @@ pub struct JitOptions {
     /// `frames_low` mark, and the runtime hands the shadow stack to the chain when
     /// an event needs the call context (`abi::JitThread::hook`).
     pub frame_events: bool,
+    /// Without `frame_events`, by function id: the functions whose calls still go
+    /// through the prologue and epilogue for their `Enter`/`Exit`, because a pass
+    /// asked for them (`vm::bridge::Bridge::frames_of`).
+    pub frames_of: Vec<bool>,
     /// `--sched seeded:N`: emit the scheduling points.
     pub seeded: bool,
     /// `--max-steps` is set: count executed blocks.
@@ -157,6 +161,10 @@ impl JitOptions {
             hooks: rt.bridge.is_some(),
             access_hooks: rt.bridge.as_ref().is_some_and(|b| b.plain_accesses),
             frame_events: rt.bridge.as_ref().is_some_and(|b| b.chain.frame_events()),
+            frames_of: rt
+                .bridge
+                .as_ref()
+                .map_or_else(Vec::new, |b| b.frames_of.clone()),
             seeded: rt.seeded,
             count_steps: rt.limits.max_steps != u64::MAX,
             inline_filters: rt.bridge.as_ref().map_or_else(Vec::new, |b| {

@@ -659,13 +659,13 @@ impl<'a, 'b> Translator<'a, 'b> {
     // ------------------------------------------------------- method prologue
 
     /// The prologue and epilogue call the runtime: for a `synchronized` method's
-    /// monitor, the chain's `Enter`/`Exit` (if it takes them), and the `Begin`/`End`
-    /// of a `deterministic` or `atomic` method.
+    /// monitor, the chain's `Enter`/`Exit` (if it takes them for this function), and
+    /// the `Begin`/`End` of a `deterministic` or `atomic` method.
     fn needs_frame_hooks(&self) -> bool {
         let f = self.func;
-        f.is_synchronized
-            || (self.opts().hooks
-                && (self.opts().frame_events || f.is_deterministic || f.is_atomic))
+        let frames = self.opts().frame_events
+            || self.opts().frames_of.get(self.fid.0 as usize) == Some(&true);
+        f.is_synchronized || (self.opts().hooks && (frames || f.is_deterministic || f.is_atomic))
     }
 
     /// Whether this function is a capsule call that the inline filter must know of

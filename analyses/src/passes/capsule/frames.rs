@@ -1,6 +1,9 @@
-//! Per-thread call frames as the `capsule` pass needs them: the class of every
-//! running method (encapsulation: whose code accesses a field) and which frames are
-//! capsule method calls (the executor is the innermost one, thesis §5.3.2).
+//! Per-thread call frames as the `capsule` pass needs them: which frames are capsule
+//! method calls (the executor is the innermost one, thesis §5.3.2). The pass asks
+//! for the `Enter`/`Exit` of capsule classes' methods only
+//! (`Pass::wants_frames_of`), so these are those calls, plus every other call when
+//! another pass of the chain takes them all (frames without a capsule, never an
+//! executor). Whose code runs (encapsulation) is `ThreadState::method`.
 
 use crate::event::{MethodId, ObjId};
 
@@ -38,11 +41,6 @@ impl Frames {
             self.caps.pop();
         }
         Some(f)
-    }
-
-    /// The innermost running method.
-    pub fn current(&self) -> Option<&Frame> {
-        self.frames.last()
     }
 
     /// The executor: index of the innermost capsule call whose capsule `live` accepts

@@ -87,7 +87,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::env::HeapView;
-use crate::event::{Event, EventKind, Loc, ObjId, Op, SiteId};
+use crate::event::{Event, EventKind, Loc, MethodId, ObjId, Op, SiteId};
 use crate::filterstats::{AccessClass, Owner, SiteTable};
 use crate::pass::{Flow, InlineChecks, InlineDrops, InlineFilter, Local, Pass};
 use crate::passes::escape::leak::{self, Bit};
@@ -343,36 +343,43 @@ impl Capsule {
     /// class `c` is a capsule access. A site the compiler proved (`this.f` in a method
     /// of c, [`crate::env::Env::capsule_access_proven`]) skips the dynamic check: its
     /// executor is the running call on k.
-    fn capsule_access(&self, l: &CapsuleLocal, site: SiteId, k: ObjId, c: u32) -> Option<usize> {
+    fn capsule_access(
+        &self,
+        t: &ThreadState,
+        l: &CapsuleLocal,
+        site: SiteId,
+        k: ObjId,
+        c: u32,
+    ) -> Option<usize> {
         if self.shared.env.capsule_access_proven(site)
             && let Some(i) = self.executor(l)
         {
             return Some(i);
         }
-        self.is_capsule_access(l, k, c)
+        self.is_capsule_access(t, l, k, c)
     }
 
     /// Encapsulation check for an access to a field of capsule `k` of class `c`: true
     /// if it is a capsule access (the executor is k, running code of class c).
-    fn is_capsule_access(&self, l: &CapsuleLocal, k: ObjId, c: u32) -> Option<usize> {
-        let i = self.executor(l)?;
-        let ok =
-            l.frames.get(i).capsule == Some(k) && l.frames.current().map(|f| f.class) == Some(c);
-        ok.then_some(i)
-    }
-
-    fn encapsulation_violation(
+    fn is_capsule_access(
         &self,
         t: &ThreadState,
         l: &CapsuleLocal,
-        ev: &Event<'_>,
-        loc: Loc,
-        class: u32,
-    ) {
+        k: ObjId,
+        c: u32,
+    ) -> Option<usize> {
+        let i = self.executor(l)?;
+        let heap = self.shared.env.heap()?;
+        let ok =
+            l.frames.get(i).capsule == Some(k) && t.method.map(|m| heap.method_class(m)) == Some(c);
+        ok.then_some(i)
+    }
+
+    fn encapsulation_violation(&self, t: &ThreadState, ev: &Event<'_>, loc: Loc, class: u32) {
         let env = self.shared.env.as_ref();
         let name = env.class_name(class);
-        let by = match l.frames.current() {
-            Some(f) => format!("code of `{}`", env.method_name(f.method)),
+        let by = match t.method {
+            Some(m) => format!("code of `{}`", env.method_name(m)),
             None => "code outside any method".to_string(),
         };
         let message = format!(
@@ -445,6 +452,18 @@ impl Pass for Capsule {
         Box::new(CapsuleLocal::default())
     }
 
+    /// Only the calls of capsule classes' methods make frames; the running method
+    /// (whose class the encapsulation check compares) is `ThreadState::method`.
+    fn wants_frames(&self) -> bool {
+        false
+    }
+
+    fn wants_frames_of(&self, method: MethodId) -> bool {
+        let env = self.shared.env.as_ref();
+        env.heap()
+            .is_some_and(|h| env.is_capsule_class(h.method_class(method)))
+    }
+
     fn access(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) -> Flow {
         let Some(heap) = self.shared.env.heap() else {
             return Flow::Forward;
@@ -468,7 +487,7 @@ impl Pass for Capsule {
         if let Some(c) = heap.class_of(obj) {
             match self.status(c) {
                 Status::Capsule => {
-                    match self.capsule_access(l, ev.site, obj, c) {
+                    match self.capsule_access(t, l, ev.site, obj, c) {
                         Some(i) => match self.sync_check(t, l, i, ev) {
                             Ok(()) => {
                                 l.sites.record(
@@ -483,7 +502,7 @@ impl Pass for Capsule {
                             }
                             Err(e) => self.sync_violation(t, ev, loc, c, e),
                         },
-                        None => self.encapsulation_violation(t, l, ev, loc, c),
+                        None => self.encapsulation_violation(t, ev, loc, c),
                     }
                     // Demoted now: the object joins G with what it protected.
                     self.leak(heap, &[obj], &mut l.work);
@@ -594,9 +613,9 @@ impl Pass for Capsule {
             EventKind::VolatileRead { loc } | EventKind::VolatileWrite { loc, .. } => {
                 if let Some(c) = heap.class_of(loc.obj)
                     && self.status(c) == Status::Capsule
-                    && self.capsule_access(l, ev.site, loc.obj, c).is_none()
+                    && self.capsule_access(t, l, ev.site, loc.obj, c).is_none()
                 {
-                    self.encapsulation_violation(t, l, ev, loc, c);
+                    self.encapsulation_violation(t, ev, loc, c);
                     self.leak(heap, &[loc.obj], &mut l.work);
                 }
                 if let EventKind::VolatileWrite { value: Some(v), .. } = ev.kind
@@ -673,12 +692,12 @@ impl Pass for Capsule {
         l.local_checked += 1;
         match self.status(c) {
             Status::Capsule => {
-                match self.capsule_access(l, ev.site, obj, c) {
+                match self.capsule_access(t, l, ev.site, obj, c) {
                     Some(i) => match self.sync_check(t, l, i, ev) {
                         Ok(()) => return,
                         Err(e) => self.sync_violation(t, ev, loc, c, e),
                     },
-                    None => self.encapsulation_violation(t, l, ev, loc, c),
+                    None => self.encapsulation_violation(t, ev, loc, c),
                 }
                 // Demoted now, as in `access`: the object joins G with what it
                 // protected, and a written reference leaks.
