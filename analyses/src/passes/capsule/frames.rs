@@ -5,11 +5,10 @@
 //! another pass of the chain takes them all (frames without a capsule, never an
 //! executor). Whose code runs (encapsulation) is `ThreadState::method`.
 
-use crate::event::{MethodId, ObjId};
+use crate::event::ObjId;
 
 #[derive(Copy, Clone, Debug)]
 pub struct Frame {
-    pub method: MethodId,
     /// The class declaring the method.
     pub class: u32,
     /// The capsule whose method this is (receiver of a capsule class).

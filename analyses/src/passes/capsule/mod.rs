@@ -345,6 +345,7 @@ impl Capsule {
     /// executor is the running call on k.
     fn capsule_access(
         &self,
+        heap: &dyn HeapView,
         t: &ThreadState,
         l: &CapsuleLocal,
         site: SiteId,
@@ -356,20 +357,20 @@ impl Capsule {
         {
             return Some(i);
         }
-        self.is_capsule_access(t, l, k, c)
+        self.is_capsule_access(heap, t, l, k, c)
     }
 
     /// Encapsulation check for an access to a field of capsule `k` of class `c`: true
     /// if it is a capsule access (the executor is k, running code of class c).
     fn is_capsule_access(
         &self,
+        heap: &dyn HeapView,
         t: &ThreadState,
         l: &CapsuleLocal,
         k: ObjId,
         c: u32,
     ) -> Option<usize> {
         let i = self.executor(l)?;
-        let heap = self.shared.env.heap()?;
         let ok =
             l.frames.get(i).capsule == Some(k) && t.method.map(|m| heap.method_class(m)) == Some(c);
         ok.then_some(i)
@@ -487,7 +488,7 @@ impl Pass for Capsule {
         if let Some(c) = heap.class_of(obj) {
             match self.status(c) {
                 Status::Capsule => {
-                    match self.capsule_access(t, l, ev.site, obj, c) {
+                    match self.capsule_access(heap, t, l, ev.site, obj, c) {
                         Some(i) => match self.sync_check(t, l, i, ev) {
                             Ok(()) => {
                                 l.sites.record(
@@ -560,7 +561,6 @@ impl Pass for Capsule {
                     heap.class_of(*r) == Some(class) && self.status(class) == Status::Capsule
                 });
                 l.frames.push(Frame {
-                    method,
                     class,
                     capsule,
                     checked: false,
@@ -613,7 +613,9 @@ impl Pass for Capsule {
             EventKind::VolatileRead { loc } | EventKind::VolatileWrite { loc, .. } => {
                 if let Some(c) = heap.class_of(loc.obj)
                     && self.status(c) == Status::Capsule
-                    && self.capsule_access(t, l, ev.site, loc.obj, c).is_none()
+                    && self
+                        .capsule_access(heap, t, l, ev.site, loc.obj, c)
+                        .is_none()
                 {
                     self.encapsulation_violation(t, ev, loc, c);
                     self.leak(heap, &[loc.obj], &mut l.work);
@@ -692,7 +694,7 @@ impl Pass for Capsule {
         l.local_checked += 1;
         match self.status(c) {
             Status::Capsule => {
-                match self.capsule_access(t, l, ev.site, obj, c) {
+                match self.capsule_access(heap, t, l, ev.site, obj, c) {
                     Some(i) => match self.sync_check(t, l, i, ev) {
                         Ok(()) => return,
                         Err(e) => self.sync_violation(t, ev, loc, c, e),
