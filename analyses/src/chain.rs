@@ -19,6 +19,7 @@
 //! context — so a pass always sees the thread's state from *before* the event.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use crate::clocks::Clocks;
 use crate::ctx::CtxId;
@@ -423,15 +424,45 @@ impl Chain {
     /// and each forwards what its test lets through ([`Pass::forwards_inline`]).
     /// Behind filters the producer may decide inline only accesses every filter's
     /// test lets through, not reference writes.
+    ///
+    /// With a guard ([`Chain::inline_guard`]) the pass before the detector is the
+    /// guard's, and the passes before it are what the rules above apply to.
     pub fn inline_check(&self) -> Option<(crate::pass::InlineCheck, bool)> {
-        let (det, before) = self.passes.split_last()?;
+        let (det, mut before) = self.passes.split_last()?;
         let check = det.inline_check()?;
+        if self.inline_guard().is_some() {
+            before = &before[..before.len() - 1];
+        }
         if before.is_empty() {
             return Some((check, false));
         }
         let usable = self.inline_filters().len() == before.len()
             && before.iter().all(|f| f.forwards_inline());
         usable.then_some((check, true))
+    }
+
+    /// The test of the pass right before the detector that the producer must also
+    /// find true to decide an access inline ([`Pass::inline_guard`]): offered only
+    /// in front of FastTrack's same-epoch check on plain accesses.
+    pub fn inline_guard(&self) -> Option<crate::pass::InlineGuard> {
+        let [.., guard, det] = &self.passes[..] else {
+            return None;
+        };
+        if !matches!(
+            det.inline_check(),
+            Some(crate::pass::InlineCheck::FastTrack { .. })
+        ) {
+            return None;
+        }
+        guard.inline_guard()
+    }
+
+    /// `cx`'s thread's word for [`Chain::inline_guard`], at an address stable for the
+    /// context's lifetime.
+    pub fn inline_guard_word<'a>(&self, cx: &'a ThreadCx) -> Option<&'a AtomicU64> {
+        self.inline_guard()?;
+        let i = self.passes.len() - 2;
+        self.passes[i].inline_guard_word(cx.locals[i].as_ref())
     }
 
     /// Account for the accesses of `cx`'s thread that the producer decided inline

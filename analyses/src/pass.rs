@@ -14,6 +14,7 @@
 //! happens-before (see `crate::chain`).
 
 use std::any::Any;
+use std::sync::atomic::AtomicU64;
 
 use crate::event::{Event, Loc, SiteId};
 use crate::thread::ThreadState;
@@ -120,6 +121,29 @@ pub enum InlineCheck {
         top: u64,
     },
 }
+
+/// A test of a checker that sees every access and drops none, placed between the
+/// chain's inline filters and its detector (`singletrack` before `fasttrack`): when it
+/// holds, [`Pass::access`] forwards with no effect other than what
+/// [`Pass::inline_forwarded`] reproduces. A producer that decides an access with the
+/// detector's [`InlineCheck`] must, with such a pass in the chain
+/// ([`crate::Chain::inline_guard`]), also find this test true, or deliver the access.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum InlineGuard {
+    /// SingleTrack's same-epoch test (see `crate::passes::singletrack`): the location's
+    /// stamp, in a table with the layout of [`InlineCheck::FastTrack`]'s but cells of
+    /// [`GUARD_CELL_BYTES`] (the stamp is the cell's one word), equals the thread's
+    /// guard word ([`crate::Chain::inline_guard_word`]) for a read, or that word plus
+    /// one for a write. A guard word of 0 matches no stamp (the thread runs in no
+    /// transaction); only the thread stores stamps equal to its own word.
+    Stamp {
+        /// The address of the stamp table's top level (`2^TOP_BITS` pointers).
+        top: u64,
+    },
+}
+
+/// Bytes per cell of [`InlineGuard::Stamp`]'s table.
+pub const GUARD_CELL_BYTES: u32 = 8;
 
 /// Layout constants of [`InlineCheck::FastTrack`].
 pub const FASTTRACK_LEAF_BITS: u32 = crate::passes::shadow::LEAF_BITS;
@@ -229,6 +253,19 @@ pub trait Pass: Send + Sync {
     /// [`InlineCheck`], delivered before the thread's `ThreadEnd`: account for them
     /// as [`Pass::access`] would have.
     fn inline_checked(&self, _t: &ThreadState, _local: &mut Local, _checks: &[InlineChecks]) {}
+
+    /// The test the producer must also find true before deciding an access with the
+    /// detector's [`InlineCheck`], when this pass is the one right before the
+    /// detector and is not an inline filter (see [`InlineGuard`]).
+    fn inline_guard(&self) -> Option<InlineGuard> {
+        None
+    }
+
+    /// The thread's word for [`Pass::inline_guard`], inside its state `local` (so its
+    /// address is stable while the thread runs); only this thread's events change it.
+    fn inline_guard_word<'a>(&self, _local: &'a Local) -> Option<&'a AtomicU64> {
+        None
+    }
 
     /// True if this pass, when first in its chain with an [`InlineFilter`], forwards
     /// every access its inline test lets through, other than a `Write` of a

@@ -190,6 +190,17 @@ impl Hook {
         })
     }
 
+    /// The address of the thread's word for the chain's inline guard
+    /// (`analyses::Chain::inline_guard_word`); null when there is none.
+    pub fn inline_guard_word_ptr(&self) -> *const u64 {
+        self.0.as_ref().map_or(std::ptr::null(), |on| {
+            on.bridge
+                .chain
+                .inline_guard_word(&on.cx)
+                .map_or(std::ptr::null(), |w| w.as_ptr() as *const u64)
+        })
+    }
+
     /// Account for the accesses the JIT decided inline with the chain's same-epoch
     /// check (before the thread's `ThreadEnd`; see `analyses::Chain::add_inline_checks`).
     pub fn add_inline_checks(&mut self, checks: &[InlineChecks]) {

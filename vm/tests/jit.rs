@@ -561,19 +561,21 @@ fn run_jit_parts_with(
     assert_eq!(
         options
             .inline_check
-            .map(|c| (c.behind_filter, c.field_checks)),
+            .map(|c| (c.behind_filter, c.field_checks, c.guard.is_some())),
         match tools {
-            "fasttrack" => Some((false, false)),
+            "fasttrack" => Some((false, false, false)),
             "escape:fasttrack"
             | "capsule:fasttrack"
             | "escape:capsule:fasttrack"
-            | "capsule:escape:fasttrack" => Some((true, false)),
-            "bigfoot" => Some((false, true)),
+            | "capsule:escape:fasttrack" => Some((true, false, false)),
+            "singletrack:fasttrack" => Some((false, false, true)),
+            "escape:capsule:singletrack:fasttrack" => Some((true, false, true)),
+            "bigfoot" => Some((false, true, false)),
             _ => None,
         },
         "`{tools}`: the inline same-epoch check is offered exactly for `fasttrack` \
-         alone and behind `escape`, `capsule` or both, and for `bigfoot`'s field checks \
-         alone"
+         alone and behind `escape`, `capsule` or both (also with `singletrack`'s stamp \
+         test in front of it), and for `bigfoot`'s field checks alone"
     );
     if !inline_detector {
         options.inline_check = None;
@@ -613,9 +615,11 @@ fn run_jit_parts_with(
 }
 
 /// With `fasttrack` alone or behind `escape`, `capsule` or both, the JIT decides
-/// FastTrack's same-epoch accesses inline, and with `bigfoot` its same-epoch field
+/// FastTrack's same-epoch accesses inline, with `singletrack` before it only those
+/// that also pass SingleTrack's stamp test, and with `bigfoot` its same-epoch field
 /// checks: warnings, output and every statistic (per-pass counters, FastTrack's rule
-/// counts, the filter's per-location categories, BigFoot's check counts) equal those of the
+/// counts, SingleTrack's checks and graph counts, the filter's per-location
+/// categories, BigFoot's check counts) equal those of the
 /// same JIT run with the check off and of the interpreter, on every corpus program
 /// under the same seeds.
 #[test]
@@ -632,6 +636,8 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
         "escape:fasttrack",
         "capsule:fasttrack",
         "escape:capsule:fasttrack",
+        "singletrack:fasttrack",
+        "escape:capsule:singletrack:fasttrack",
         "bigfoot",
     ] {
         for p in corpus("bugs")

@@ -59,6 +59,9 @@ pub struct JitThread {
     /// (`analyses::thread::ThreadCx::epoch_word`), for the inline same-epoch check
     /// (`JitOptions::inline_check`); null without a chain.
     pub epoch: *const u64,
+    /// The thread's word for the chain's inline guard
+    /// (`analyses::Chain::inline_guard_word`, `InlineDetector::guard`); null without one.
+    pub guard: *const u64,
     /// Calls of instance methods of capsule classes running on this thread, kept by
     /// generated code when the inline filter depends on it
     /// (`HeaderFilter::capsule_calls`).
@@ -84,6 +87,7 @@ pub const OFF_ABORT: i32 = offset_of!(JitThread, abort) as i32;
 pub const OFF_TID: i32 = offset_of!(JitThread, tid) as i32;
 pub const OFF_INLINE_DROPS: i32 = offset_of!(JitThread, inline_drops) as i32;
 pub const OFF_EPOCH: i32 = offset_of!(JitThread, epoch) as i32;
+pub const OFF_GUARD: i32 = offset_of!(JitThread, guard) as i32;
 pub const OFF_CAPSULE_CALLS: i32 = offset_of!(JitThread, capsule_calls) as i32;
 
 /// Words per entry of [`JitThread::inline_drops`] and the offset of each part: the
@@ -135,6 +139,7 @@ impl JitThread {
             tid: tid as u64,
             inline_drops: inline_buf.as_mut_ptr(),
             epoch: hook.epoch_word_ptr(),
+            guard: hook.inline_guard_word_ptr(),
             capsule_calls: 0,
             seeded: rt.seeded,
             rt,

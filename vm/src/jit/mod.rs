@@ -96,6 +96,10 @@ pub struct InlineDetector {
     /// The test decides BigFoot's field checks (`InlineCheck::FieldChecks`), not
     /// plain accesses.
     pub field_checks: bool,
+    /// `InlineGuard::Stamp::top` (`analyses::Chain::inline_guard`): a checker before
+    /// the detector (`singletrack`) whose stamp test must hold too, on the thread's
+    /// word `abi::JitThread::guard`.
+    pub guard: Option<u64>,
 }
 
 /// A test on an object's header word that decides, without a call, that the first
@@ -189,10 +193,18 @@ impl JitOptions {
                         InlineCheck::FieldChecks { top } if !behind_filter => (top, true),
                         _ => return None,
                     };
+                    let guard = match b.chain.inline_guard() {
+                        Some(analyses::pass::InlineGuard::Stamp { top }) if !field_checks => {
+                            Some(top)
+                        }
+                        Some(_) => return None,
+                        None => None,
+                    };
                     Some(InlineDetector {
                         top,
                         behind_filter,
                         field_checks,
+                        guard,
                     })
                 }),
             capsules: rt.bridge.as_ref().map_or_else(Vec::new, |b| {

@@ -28,8 +28,8 @@ use crate::layout;
 
 use super::abi::{
     INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS,
-    OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FRAMES, OFF_FRAMES_LOW, OFF_INLINE_DROPS, OFF_MAX_DEPTH,
-    OFF_MAX_STEPS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
+    OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FRAMES, OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS,
+    OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -578,9 +578,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         cont: ir::Block,
     ) {
         use analyses::pass::{
-            FASTTRACK_CELL_BYTES as CELL, FASTTRACK_DIRECT_BITS as DIRECT,
-            FASTTRACK_LEAF_BITS as LEAF, FASTTRACK_MID_BITS as MID, FASTTRACK_R_OFF,
-            FASTTRACK_SHARED_TAG as TAG, FASTTRACK_W_OFF,
+            FASTTRACK_CELL_BYTES as CELL, FASTTRACK_DIRECT_BITS as DIRECT, FASTTRACK_R_OFF,
+            FASTTRACK_SHARED_TAG as TAG, FASTTRACK_W_OFF, GUARD_CELL_BYTES,
         };
         let m = MemFlagsData::trusted();
         self.b.set_cold_block(call);
@@ -595,25 +594,24 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().brif(bad, call, &[], walk, &[]);
         self.b.switch_to_block(walk);
         let w = self.b.ins().ushr_imm_u(key, 3);
-        let ti = self.b.ins().ushr_imm_u(w, (LEAF + MID) as i64);
-        let toff = self.b.ins().ishl_imm_u(ti, 3);
-        let top = self.iconst(c.top as i64);
-        let tp = self.b.ins().iadd(top, toff);
-        let mid = self.b.ins().load(I64, m, tp, 0);
-        let has_mid = self.b.create_block();
-        self.b.ins().brif(mid, has_mid, &[], call, &[]);
-        self.b.switch_to_block(has_mid);
-        let mi = self.b.ins().ushr_imm_u(w, LEAF as i64);
-        let mi = self.b.ins().band_imm_s(mi, ((1u64 << MID) - 1) as i64);
-        let moff = self.b.ins().ishl_imm_u(mi, 3);
-        let mp = self.b.ins().iadd(mid, moff);
-        let leaf = self.b.ins().load(I64, m, mp, 0);
-        let has_leaf = self.b.create_block();
-        self.b.ins().brif(leaf, has_leaf, &[], call, &[]);
-        self.b.switch_to_block(has_leaf);
-        let li = self.b.ins().band_imm_s(w, ((1u64 << LEAF) - 1) as i64);
-        let loff = self.b.ins().imul_imm_s(li, CELL as i64);
-        let cell = self.b.ins().iadd(leaf, loff);
+        if let Some(top) = c.guard {
+            // The checker's stamp test first (`InlineGuard::Stamp`): a read needs
+            // `stamp & !1 == word`, a write `stamp == word + 1`.
+            let stamp = self.shadow_cell(top, w, GUARD_CELL_BYTES, call);
+            let s = self.b.ins().load(I64, m, stamp, 0);
+            let gp = self.b.ins().load(I64, m, self.ctx, OFF_GUARD);
+            let word = self.b.ins().load(I64, m, gp, 0);
+            let (s, word) = if is_write {
+                (s, self.b.ins().iadd_imm_s(word, 1))
+            } else {
+                (self.b.ins().band_imm_s(s, !1), word)
+            };
+            let same = self.b.ins().icmp(IntCC::Equal, s, word);
+            let guarded = self.b.create_block();
+            self.b.ins().brif(same, guarded, &[], call, &[]);
+            self.b.switch_to_block(guarded);
+        }
+        let cell = self.shadow_cell(c.top, w, CELL, call);
         let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
         let e = self.b.ins().load(I64, m, ep, 0);
         let hit = self.b.create_block();
@@ -654,6 +652,33 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.switch_to_block(hit);
         self.count_inline(entry, INLINE_FAST, obj);
         self.b.ins().jump(cont, &[]);
+    }
+
+    /// The address of the cell of word index `w` (a location's key over 8) in a
+    /// table laid out as `analyses::pass::InlineCheck::FastTrack` documents, with
+    /// cells of `cell_bytes`; a missing level jumps to `call`.
+    fn shadow_cell(&mut self, top: u64, w: Value, cell_bytes: u32, call: ir::Block) -> Value {
+        use analyses::pass::{FASTTRACK_LEAF_BITS as LEAF, FASTTRACK_MID_BITS as MID};
+        let m = MemFlagsData::trusted();
+        let ti = self.b.ins().ushr_imm_u(w, (LEAF + MID) as i64);
+        let toff = self.b.ins().ishl_imm_u(ti, 3);
+        let top = self.iconst(top as i64);
+        let tp = self.b.ins().iadd(top, toff);
+        let mid = self.b.ins().load(I64, m, tp, 0);
+        let has_mid = self.b.create_block();
+        self.b.ins().brif(mid, has_mid, &[], call, &[]);
+        self.b.switch_to_block(has_mid);
+        let mi = self.b.ins().ushr_imm_u(w, LEAF as i64);
+        let mi = self.b.ins().band_imm_s(mi, ((1u64 << MID) - 1) as i64);
+        let moff = self.b.ins().ishl_imm_u(mi, 3);
+        let mp = self.b.ins().iadd(mid, moff);
+        let leaf = self.b.ins().load(I64, m, mp, 0);
+        let has_leaf = self.b.create_block();
+        self.b.ins().brif(leaf, has_leaf, &[], call, &[]);
+        self.b.switch_to_block(has_leaf);
+        let li = self.b.ins().band_imm_s(w, ((1u64 << LEAF) - 1) as i64);
+        let loff = self.b.ins().imul_imm_s(li, cell_bytes as i64);
+        self.b.ins().iadd(leaf, loff)
     }
 
     // ------------------------------------------------------- method prologue

@@ -208,12 +208,15 @@ pub fn tier_diff(a: &RunOutcome, b: &RunOutcome, ea: &[String], eb: &[String]) -
 
 /// The chains under which `interp_vs_jit` also compares reports: `escape`, `capsule`
 /// or both first, so the JIT tests their header bits inline, `fasttrack` alone or
-/// behind them, so it decides FastTrack's same-epoch accesses inline, and `bigfoot`, whose same-epoch
-/// field and element checks it decides inline.
-const INLINE_CHAINS: [&str; 5] = [
+/// behind them, so it decides FastTrack's same-epoch accesses inline, the same with
+/// `singletrack` before it (whose stamp test it then applies too), and `bigfoot`,
+/// whose same-epoch field and element checks it decides inline.
+const INLINE_CHAINS: [&str; 7] = [
     "escape:capsule:fasttrack",
     "capsule:fasttrack",
     "fasttrack",
     "escape:fasttrack",
+    "singletrack:fasttrack",
+    "escape:capsule:singletrack:fasttrack",
     "bigfoot",
 ];

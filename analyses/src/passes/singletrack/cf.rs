@@ -124,7 +124,15 @@ impl Stored {
     fn of(a: &CfAccess) -> Stored {
         debug_assert!(a.clock > 0 && a.event < 1 << 62, "{a:?}");
         debug_assert!(VAR_OPS.contains(&a.op), "{a:?}");
-        let op = VAR_OPS.iter().position(|o| *o == a.op).unwrap_or(0) as u64;
+        // The four names have four lengths: no string comparison per access.
+        let op = match a.op.len() {
+            5 => 1,
+            13 => 2,
+            14 => 3,
+            _ => 0,
+        };
+        debug_assert_eq!(VAR_OPS[op], a.op);
+        let op = op as u64;
         Stored {
             tid: a.tid,
             clock: NonZeroU32::new(a.clock).unwrap_or(NonZeroU32::MIN),

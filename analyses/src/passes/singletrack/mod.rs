@@ -54,19 +54,40 @@
 //! pass in program order, after every synchronization event that happens before
 //! them (the producer's guarantee, `crate::chain`): each interleaving is the
 //! sequential processing of some trace consistent with the run. Memory: per location
-//! one cell (entries of finished transactions dropped at the next access), per live
-//! transaction a graph node.
+//! one cell (entries of finished transactions dropped at the next access) and one
+//! stamp, per live transaction a graph node.
+//!
+//! **Same epoch.** Per location a stamp (one word, in its own table) names the
+//! access that left the cell as it is: `clock << 32 | tid << 1 | write` for an access
+//! of thread `tid` at conflict-freedom clock `clock` inside a transaction, 0 for any
+//! other. A thread inside a transaction (for both properties) has the word
+//! `clock << 32 | tid << 1`, kept current after each of its events; outside, a word
+//! no stamp matches. A read whose thread's word equals the stamp with its low bit
+//! cleared, or a write whose word plus one equals it, changes nothing and is only
+//! counted as a check: since the thread's own read (write) in this epoch nobody
+//! touched the location, so the same checks pass against the same state, the
+//! graph's sources are the same (an edge already added, or already left out with
+//! its transaction reported), and the clock only grew (joins do not tick it). A read
+//! after the thread's own write in the epoch is not recorded: every check the read
+//! entry could fail, the write (checked first) fails too, and for the graph its node
+//! is the write's. Such an access keeps the earlier access's site for reports, as
+//! FastTrack's same-epoch rules do. The JIT applies the same test inline in front of
+//! FastTrack's ([`InlineGuard::Stamp`]), so an access both find unchanged costs no
+//! call.
 
 pub mod cf;
 mod small;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 use parking_lot::Mutex;
 
 use crate::event::{Event, EventKind, Loc, Tid};
-use crate::pass::{Flow, Local, Pass};
+use crate::pass::{Flow, InlineChecks, InlineGuard, Local, Pass};
 use crate::report::{AccessInfo, Warning, WarningKind};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
@@ -99,12 +120,36 @@ struct Cell {
 }
 
 /// A thread's copy of what its accesses need (see the module doc).
-#[derive(Default)]
 struct ThreadCopy {
     synced: bool,
     cf: CfView,
     inside: bool,
     last: Option<NodeId>,
+    /// The thread's stamp for reads while it runs in a transaction, else [`NO_STAMP`]
+    /// (see [`stamp_word`]); read by generated code ([`InlineGuard::Stamp`]).
+    word: AtomicU64,
+}
+
+impl Default for ThreadCopy {
+    fn default() -> Self {
+        ThreadCopy {
+            synced: false,
+            cf: CfView::default(),
+            inside: false,
+            last: None,
+            word: AtomicU64::new(NO_STAMP),
+        }
+    }
+}
+
+/// The word of a thread outside every transaction: no stamp ever equals it or it
+/// plus one (a stamp's thread id stays below 2^30).
+const NO_STAMP: u64 = !1;
+
+/// The stamp of a read by `tid` at conflict-freedom clock `clock` inside a
+/// transaction; the stamp of a write is one more.
+fn stamp_word(tid: Tid, clock: crate::vc::Clock) -> u64 {
+    (u64::from(clock) << 32) | (u64::from(tid) << 1)
 }
 
 /// Accesses checked for conflict freedom by one thread (only that thread writes it);
@@ -117,6 +162,9 @@ pub struct SingleTrack {
     shared: Arc<Shared>,
     state: Mutex<State>,
     cells: PageTable<SpinCell<Cell>>,
+    /// Per location, the stamp of the last access (see "Same epoch" in the module
+    /// doc); 0 before any stamped access.
+    stamps: PageTable<AtomicU64>,
     live: Arc<Liveness>,
     checks: PageTable<Checks>,
 }
@@ -145,6 +193,7 @@ impl SingleTrack {
             shared: shared.clone(),
             state: Mutex::new(State { cf: Cf::new(), xs }),
             cells: PageTable::default(),
+            stamps: PageTable::default(),
             live,
             checks: PageTable::default(),
         }
@@ -205,6 +254,24 @@ impl SingleTrack {
         copy.cf = st.cf.view(t);
         (copy.inside, copy.last) = st.xs.thread_view(t);
         copy.synced = true;
+        Self::set_word(t, copy);
+    }
+
+    /// Keep `copy.word` current: the thread's read stamp while it runs inside a
+    /// transaction for both properties, else [`NO_STAMP`].
+    fn set_word(t: Tid, copy: &ThreadCopy) {
+        let w = if copy.cf.tx.is_some() && copy.inside {
+            stamp_word(t, copy.cf.vc.get(t))
+        } else {
+            NO_STAMP
+        };
+        copy.word.store(w, Relaxed);
+    }
+
+    /// Count one conflict-freedom check of thread `t` (only `t` writes its counter).
+    fn count_checks(&self, t: Tid, n: u64) {
+        let c = &self.checks.get(u64::from(t) << 3).0;
+        c.store(c.load(Relaxed) + n, Relaxed);
     }
 
     /// A read or write of `loc` (plain or volatile) by `t`.
@@ -215,6 +282,15 @@ impl SingleTrack {
         );
         if !copy.synced {
             Self::refresh(&mut self.state.lock(), t.tid, copy);
+        }
+        // Same epoch: the thread's own access of this kind (or a write) in this
+        // epoch of its transaction is the location's last one. Nothing changes.
+        let word = copy.word.load(Relaxed);
+        let stamp = self.stamps.get(loc.key());
+        let s = stamp.load(Acquire);
+        if (write && s == word + 1) || (!write && s & !1 == word) {
+            self.count_checks(t.tid, 1);
+            return;
         }
         let cur = CfAccess {
             tid: t.tid,
@@ -228,8 +304,7 @@ impl SingleTrack {
             let c = &mut *self.cells.get(loc.key()).lock();
             let (checked, conflict) = c.cf.access(&copy.cf, loc, write, cur);
             if checked {
-                let n = &self.checks.get(u64::from(t.tid) << 3).0;
-                n.store(n.load(Relaxed) + 1, Relaxed);
+                self.count_checks(t.tid, 1);
             }
             let sources = c
                 .writer
@@ -247,6 +322,7 @@ impl SingleTrack {
                     let (n, found) = st.xs.access(ev, t.ctx, loc, &src);
                     cycles = found;
                     (copy.inside, copy.last) = st.xs.thread_view(t.tid);
+                    Self::set_word(t.tid, copy);
                     n
                 }
             };
@@ -256,6 +332,15 @@ impl SingleTrack {
             } else if let Some(n) = target {
                 c.readers.replace_or_push(|(u, _)| *u == t.tid, (t.tid, n));
             }
+            // Under the cell's lock, so the stamp names the access that left the
+            // cell as it is (0 when no same-epoch rule may follow it).
+            let word = copy.word.load(Relaxed);
+            let s = if word == NO_STAMP {
+                0
+            } else {
+                word + u64::from(write)
+            };
+            stamp.store(s, Release);
             (conflict, cycles)
         };
         if conflict.is_some() || !cycles.is_empty() {
@@ -276,6 +361,23 @@ impl Pass for SingleTrack {
 
     fn thread_local(&self) -> Box<Local> {
         Box::new(ThreadCopy::default())
+    }
+
+    fn inline_guard(&self) -> Option<InlineGuard> {
+        Some(InlineGuard::Stamp {
+            top: self.stamps.top_addr(),
+        })
+    }
+
+    fn inline_guard_word<'a>(&self, local: &'a Local) -> Option<&'a AtomicU64> {
+        local.downcast_ref::<ThreadCopy>().map(|c| &c.word)
+    }
+
+    /// Accesses the producer decided with the stamp test (and the detector's):
+    /// each was a conflict-freedom check that changed nothing.
+    fn inline_forwarded(&self, t: &ThreadState, _local: &mut Local, checks: &[InlineChecks]) {
+        let n = checks.iter().map(|c| c.reads() + c.writes_same).sum();
+        self.count_checks(t.tid, n);
     }
 
     fn access(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) -> Flow {
