@@ -130,20 +130,36 @@ pub enum InlineCheck {
 /// ([`crate::Chain::inline_guard`]), also find this test true, or deliver the access.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum InlineGuard {
-    /// SingleTrack's same-epoch test (see `crate::passes::singletrack`): the location's
-    /// stamp, in a table with the layout of [`InlineCheck::FastTrack`]'s but cells of
-    /// [`GUARD_CELL_BYTES`] (the stamp is the cell's one word), equals the thread's
-    /// guard word ([`crate::Chain::inline_guard_word`]) for a read, or that word plus
-    /// one for a write. A guard word of 0 matches no stamp (the thread runs in no
-    /// transaction); only the thread stores stamps equal to its own word.
+    /// SingleTrack's same-epoch test (see `crate::passes::singletrack`), with `w` the
+    /// thread's guard word ([`crate::Chain::inline_guard_word`]): the location's
+    /// stamp `s`, in a table with the layout of [`InlineCheck::FastTrack`]'s but cells
+    /// of [`GUARD_CELL_BYTES`] (the stamp is the cell's one word), satisfies
+    /// `s & !1 == w` for a read or `s == w + 1` for a write (only the thread stores
+    /// stamps that match its word; no stamp matches [`GUARD_OUTSIDE`]), or, for a
+    /// read, `s` has [`GUARD_SHARED_TAG`], `p = s & !TAG` points to a `u64` `n`,
+    /// `t = (w & 0xffff_ffff) >> 1` is below `n` and the `u64` at `p + 8 + 8 * t`
+    /// equals `w` (read-shared same epoch). Or the thread is outside every
+    /// transaction (`w == GUARD_OUTSIDE`) and the `u64` at `idle` is 0 (no
+    /// transaction is live): an access decided that way (with the detector's test)
+    /// adds one to the `u64` [`GUARD_IDLE_OFF`] bytes after the guard word, so that
+    /// [`Pass::inline_forwarded`] can tell the two kinds apart.
     Stamp {
         /// The address of the stamp table's top level (`2^TOP_BITS` pointers).
         top: u64,
+        /// The address of the count of live transactions.
+        idle: u64,
     },
 }
 
 /// Bytes per cell of [`InlineGuard::Stamp`]'s table.
 pub const GUARD_CELL_BYTES: u32 = 8;
+/// The tag of a stamp that points at per-thread read words ([`InlineGuard::Stamp`]).
+pub const GUARD_SHARED_TAG: u64 = 1 << 63;
+/// The guard word of a thread outside every transaction ([`InlineGuard::Stamp`]).
+pub const GUARD_OUTSIDE: u64 = !1;
+/// The offset from the guard word of the count of accesses the producer decided
+/// with the idle test ([`InlineGuard::Stamp`]).
+pub const GUARD_IDLE_OFF: i32 = 8;
 
 /// Layout constants of [`InlineCheck::FastTrack`].
 pub const FASTTRACK_LEAF_BITS: u32 = crate::passes::shadow::LEAF_BITS;

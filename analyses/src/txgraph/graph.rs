@@ -91,9 +91,29 @@ struct Slot<N> {
 #[derive(Default)]
 pub struct Liveness {
     words: PageTable<AtomicU64>,
+    /// How many nodes are live (only the graph's owner writes it).
+    count: LiveCount,
 }
 
+/// Read by every access of a thread outside transactions, written only when a node
+/// is created or collected: a line of its own.
+#[repr(align(128))]
+#[derive(Default)]
+struct LiveCount(AtomicU64);
+
 impl Liveness {
+    /// Whether no node is live (a lock-free view, as the per-node answers).
+    #[inline]
+    pub fn none_live(&self) -> bool {
+        self.count.0.load(Ordering::Acquire) == 0
+    }
+
+    /// The address of the count of live nodes (a `u64`), for generated code that tests
+    /// it as [`Liveness::none_live`] does.
+    pub fn count_addr(&self) -> u64 {
+        self.count.0.as_ptr() as u64
+    }
+
     #[inline]
     fn word(&self, id: NodeId) -> u64 {
         self.words
@@ -103,9 +123,16 @@ impl Liveness {
 
     fn set(&self, idx: u32, generation: u32, live: bool, open: bool) {
         let w = (u64::from(generation) << 2) | (u64::from(live) << 1) | u64::from(open);
-        self.words
-            .get(u64::from(idx) << 3)
-            .store(w, Ordering::Release);
+        let slot = self.words.get(u64::from(idx) << 3);
+        let was_live = slot.load(Ordering::Relaxed) & 2 != 0;
+        if live != was_live {
+            // Only the graph's owner sets: a load and a store are enough. A node comes
+            // alive before a handle to it exists and is counted out after it is dead.
+            let c = &self.count.0;
+            let n = c.load(Ordering::Relaxed);
+            c.store(if live { n + 1 } else { n - 1 }, Ordering::Release);
+        }
+        slot.store(w, Ordering::Release);
     }
 
     /// Whether the handle still names a node.

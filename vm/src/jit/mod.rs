@@ -96,10 +96,10 @@ pub struct InlineDetector {
     /// The test decides BigFoot's field checks (`InlineCheck::FieldChecks`), not
     /// plain accesses.
     pub field_checks: bool,
-    /// `InlineGuard::Stamp::top` (`analyses::Chain::inline_guard`): a checker before
-    /// the detector (`singletrack`) whose stamp test must hold too, on the thread's
-    /// word `abi::JitThread::guard`.
-    pub guard: Option<u64>,
+    /// `InlineGuard::Stamp`'s `top` and `idle` (`analyses::Chain::inline_guard`): a
+    /// checker before the detector (`singletrack`) whose test must hold too, on the
+    /// thread's word `abi::JitThread::guard`.
+    pub guard: Option<(u64, u64)>,
 }
 
 /// A test on an object's header word that decides, without a call, that the first
@@ -194,8 +194,8 @@ impl JitOptions {
                         _ => return None,
                     };
                     let guard = match b.chain.inline_guard() {
-                        Some(analyses::pass::InlineGuard::Stamp { top }) if !field_checks => {
-                            Some(top)
+                        Some(analyses::pass::InlineGuard::Stamp { top, idle }) if !field_checks => {
+                            Some((top, idle))
                         }
                         Some(_) => return None,
                         None => None,

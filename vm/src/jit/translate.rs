@@ -579,7 +579,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     ) {
         use analyses::pass::{
             FASTTRACK_CELL_BYTES as CELL, FASTTRACK_DIRECT_BITS as DIRECT, FASTTRACK_R_OFF,
-            FASTTRACK_SHARED_TAG as TAG, FASTTRACK_W_OFF, GUARD_CELL_BYTES,
+            FASTTRACK_SHARED_TAG as TAG, FASTTRACK_W_OFF, GUARD_CELL_BYTES, GUARD_OUTSIDE,
+            GUARD_SHARED_TAG,
         };
         let m = MemFlagsData::trusted();
         self.b.set_cold_block(call);
@@ -594,23 +595,69 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().brif(bad, call, &[], walk, &[]);
         self.b.switch_to_block(walk);
         let w = self.b.ins().ushr_imm_u(key, 3);
-        if let Some(top) = c.guard {
-            // The checker's stamp test first (`InlineGuard::Stamp`): a read needs
-            // `stamp & !1 == word`, a write `stamp == word + 1`.
-            let stamp = self.shadow_cell(top, w, GUARD_CELL_BYTES, call);
-            let s = self.b.ins().load(I64, m, stamp, 0);
+        // The checker's test first (`InlineGuard::Stamp`): a read with
+        // `stamp & !1 == word` or a shared stamp holding the word, a write with
+        // `stamp == word + 1`; else, off the hot path, outside every transaction
+        // with none live. `was_idle` (0 or 1) says which held: a hit of the idle
+        // test adds one to the checker's count of idle accesses after the word.
+        let guard = c.guard.map(|(top, idle)| {
             let gp = self.b.ins().load(I64, m, self.ctx, OFF_GUARD);
             let word = self.b.ins().load(I64, m, gp, 0);
-            let (s, word) = if is_write {
-                (s, self.b.ins().iadd_imm_s(word, 1))
-            } else {
-                (self.b.ins().band_imm_s(s, !1), word)
-            };
-            let same = self.b.ins().icmp(IntCC::Equal, s, word);
             let guarded = self.b.create_block();
-            self.b.ins().brif(same, guarded, &[], call, &[]);
+            let was_idle = self.b.append_block_param(guarded, I64);
+            let other = self.b.create_block();
+            self.b.set_cold_block(other);
+            let zero = self.iconst(0);
+            let stamp = self.shadow_cell(top, w, GUARD_CELL_BYTES, other);
+            let s = self.b.ins().load(I64, m, stamp, 0);
+            if is_write {
+                let w1 = self.b.ins().iadd_imm_s(word, 1);
+                let same = self.b.ins().icmp(IntCC::Equal, s, w1);
+                self.b.ins().brif(same, guarded, &[zero.into()], other, &[]);
+            } else {
+                let s1 = self.b.ins().band_imm_s(s, !1);
+                let same = self.b.ins().icmp(IntCC::Equal, s1, word);
+                let not_own = self.b.create_block();
+                self.b
+                    .ins()
+                    .brif(same, guarded, &[zero.into()], not_own, &[]);
+                // Tagged: the read words `[n, w_0, …, w_{n-1}]` it points at must
+                // hold the word for the thread (`word & 0xffff_ffff) >> 1`).
+                self.b.switch_to_block(not_own);
+                let tagged = self.b.ins().band_imm_s(s, GUARD_SHARED_TAG as i64);
+                let shared = self.b.create_block();
+                self.b.ins().brif(tagged, shared, &[], other, &[]);
+                self.b.switch_to_block(shared);
+                let p = self.b.ins().band_imm_s(s, !GUARD_SHARED_TAG as i64);
+                let n = self.b.ins().load(I64, m, p, 0);
+                let low = self.b.ins().band_imm_s(word, u32::MAX as i64);
+                let t = self.b.ins().ushr_imm_u(low, 1);
+                let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, t, n);
+                let has_entry = self.b.create_block();
+                self.b.ins().brif(inside, has_entry, &[], other, &[]);
+                self.b.switch_to_block(has_entry);
+                let toff = self.b.ins().ishl_imm_u(t, 3);
+                let q = self.b.ins().iadd(p, toff);
+                let e = self.b.ins().load(I64, m, q, 8);
+                let same = self.b.ins().icmp(IntCC::Equal, e, word);
+                self.b.ins().brif(same, guarded, &[zero.into()], other, &[]);
+            }
+            self.b.switch_to_block(other);
+            let outside = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::Equal, word, GUARD_OUTSIDE as i64);
+            let idle_b = self.b.create_block();
+            self.b.set_cold_block(idle_b);
+            self.b.ins().brif(outside, idle_b, &[], call, &[]);
+            self.b.switch_to_block(idle_b);
+            let idle = self.iconst(idle as i64);
+            let live = self.b.ins().load(I64, m, idle, 0);
+            let one = self.iconst(1);
+            self.b.ins().brif(live, call, &[], guarded, &[one.into()]);
             self.b.switch_to_block(guarded);
-        }
+            (gp, was_idle)
+        });
         let cell = self.shadow_cell(c.top, w, CELL, call);
         let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
         let e = self.b.ins().load(I64, m, ep, 0);
@@ -647,11 +694,29 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().brif(same, hit_shared, &[], call, &[]);
             self.b.switch_to_block(hit_shared);
             self.count_inline(entry, INLINE_FAST_SHARED, obj);
+            self.count_guarded(guard);
             self.b.ins().jump(cont, &[]);
         }
         self.b.switch_to_block(hit);
         self.count_inline(entry, INLINE_FAST, obj);
+        self.count_guarded(guard);
         self.b.ins().jump(cont, &[]);
+    }
+
+    /// After a hit of the guard's idle test (`was_idle` 1), add one to the checker's
+    /// count of idle accesses after its guard word at `gp`.
+    fn count_guarded(&mut self, guard: Option<(Value, Value)>) {
+        let Some((gp, was_idle)) = guard else { return };
+        let m = MemFlagsData::trusted();
+        let (count, done) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(was_idle, count, &[], done, &[]);
+        self.b.switch_to_block(count);
+        let off = analyses::pass::GUARD_IDLE_OFF;
+        let n = self.b.ins().load(I64, m, gp, off);
+        let n = self.b.ins().iadd_imm_s(n, 1);
+        self.b.ins().store(m, n, gp, off);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
     }
 
     /// The address of the cell of word index `w` (a location's key over 8) in a

@@ -55,7 +55,8 @@
 //! them (the producer's guarantee, `crate::chain`): each interleaving is the
 //! sequential processing of some trace consistent with the run. Memory: per location
 //! one cell (entries of finished transactions dropped at the next access) and one
-//! stamp, per live transaction a graph node.
+//! stamp (plus a word per thread where reads are shared), per live transaction a
+//! graph node.
 //!
 //! **Same epoch.** Per location a stamp (one word, in its own table) names the
 //! access that left the cell as it is: `clock << 32 | tid << 1 | write` for an access
@@ -71,9 +72,28 @@
 //! after the thread's own write in the epoch is not recorded: every check the read
 //! entry could fail, the write (checked first) fails too, and for the graph its node
 //! is the write's. Such an access keeps the earlier access's site for reports, as
-//! FastTrack's same-epoch rules do. The JIT applies the same test inline in front of
-//! FastTrack's ([`InlineGuard::Stamp`]), so an access both find unchanged costs no
-//! call.
+//! FastTrack's same-epoch rules do.
+//!
+//! **Read-shared.** When a thread inside a transaction reads a location whose stamp
+//! is another thread's, the stamp becomes a tagged pointer to the location's
+//! [`ReadWords`]: per thread, the word of its last read since the last write (the
+//! previous stamp's thread gets its read word too: after its read, or its write,
+//! nothing wrote). A read whose word is its thread's entry there changes nothing
+//! (its read entry and its graph reader are already those of this epoch). A write, or
+//! an access outside transactions, clears the words and stamps the location as
+//! above; a thread that loaded the tagged stamp before finds its entry (its read is
+//! then ordered before that access, whose checks already saw its earlier read) or 0
+//! (it takes the lock). Words replaced by larger ones stay allocated until the pass is
+//! dropped.
+//!
+//! **Idle.** A thread outside every transaction, while no graph node is live
+//! ([`Liveness::none_live`]), skips the cell: conflict freedom ignores the access,
+//! and with no live node its graph step has no source and no target (a dead node in
+//! the cell is as good as none, ids are never reused). Programs without
+//! `deterministic` code pay one load per access and no memory.
+//!
+//! The JIT applies these tests inline in front of FastTrack's
+//! ([`InlineGuard::Stamp`]), so an access that both decide costs no call.
 
 pub mod cf;
 mod small;
@@ -87,7 +107,7 @@ use std::sync::atomic::{
 use parking_lot::Mutex;
 
 use crate::event::{Event, EventKind, Loc, Tid};
-use crate::pass::{Flow, InlineChecks, InlineGuard, Local, Pass};
+use crate::pass::{Flow, GUARD_IDLE_OFF, GUARD_OUTSIDE, InlineChecks, InlineGuard, Local, Pass};
 use crate::report::{AccessInfo, Warning, WarningKind};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
@@ -119,16 +139,121 @@ struct Cell {
     readers: Small<(Tid, NodeId)>,
 }
 
+/// A location's read words once its stamp was shared (see [`ReadWords`]), kept for
+/// reuse; null before. Written under the location's cell lock.
+#[derive(Default)]
+struct ReadSlot(std::sync::atomic::AtomicPtr<ReadWords>);
+
+impl ReadSlot {
+    fn get(&self) -> Option<&ReadWords> {
+        // SAFETY: a non-null pointer came from `Box::into_raw` in `set` and is freed
+        // only when the slot is dropped.
+        unsafe { self.0.load(Relaxed).as_ref() }
+    }
+
+    /// Install `r`; returns the words it replaces (still readable through old
+    /// stamps: the caller keeps them alive).
+    fn set(&self, r: Box<ReadWords>) -> Option<Box<ReadWords>> {
+        let old = self.0.swap(Box::into_raw(r), Relaxed);
+        // SAFETY: as in `get`; the slot no longer holds `old`.
+        (!old.is_null()).then(|| unsafe { Box::from_raw(old) })
+    }
+}
+
+impl Drop for ReadSlot {
+    fn drop(&mut self) {
+        let p = *self.0.get_mut();
+        if !p.is_null() {
+            // SAFETY: as in `get`; dropped once.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+/// The reads of a location since its last write while more than one thread read it
+/// ("Read-shared" in the module doc): `words[0]` is the number of entries `n`,
+/// `words[1 + t]` thread `t`'s word of its last read since the write (0: none). The
+/// stamp points at `words[0]`, tagged with [`SHARED_TAG`], as
+/// [`InlineGuard::Stamp`] documents. Kept per location in a [`ReadSlot`].
+struct ReadWords {
+    words: Box<[AtomicU64]>,
+}
+
+impl ReadWords {
+    fn new(n: usize) -> ReadWords {
+        let words: Box<[AtomicU64]> = (0..=n).map(|_| AtomicU64::new(0)).collect();
+        words[0].store(n as u64, Relaxed);
+        ReadWords { words }
+    }
+
+    fn len(&self) -> usize {
+        self.words.len() - 1
+    }
+
+    fn entry(&self, t: Tid) -> Option<&AtomicU64> {
+        self.words.get(1 + t as usize)
+    }
+
+    fn clear(&self) {
+        for w in &self.words[1..] {
+            w.store(0, Relaxed);
+        }
+    }
+
+    fn tagged(&self) -> u64 {
+        self.words.as_ptr() as u64 | SHARED_TAG
+    }
+}
+
+/// The tag of a stamp that points at a location's [`ReadWords`] (a stamp's clock
+/// stays below 2^31, see [`ThreadCopy::guard`]; user-space addresses below 2^63).
+const SHARED_TAG: u64 = crate::pass::GUARD_SHARED_TAG;
+
+/// Whether `word` is the read word of a thread inside a transaction.
+fn is_stamp(word: u64) -> bool {
+    word & SHARED_TAG == 0
+}
+
+/// The thread of a stamp.
+fn stamp_tid(stamp: u64) -> Tid {
+    ((stamp & u64::from(u32::MAX)) >> 1) as Tid
+}
+
+/// Whether the read words at `stamp` (tagged) hold `word` for its thread.
+fn shared_same(stamp: u64, word: u64) -> bool {
+    let p = (stamp & !SHARED_TAG) as *const AtomicU64;
+    let t = stamp_tid(word) as u64;
+    // SAFETY: a tagged stamp points at the words of a `ReadWords` that lives as long
+    // as the pass (kept by its location's `ReadSlot`, or retired when replaced; see
+    // `SingleTrack::retired`): `words[0]` is their number, and entry `t` is read
+    // only below it.
+    unsafe { t < (*p).load(Relaxed) && (*p.add(1 + t as usize)).load(Relaxed) == word }
+}
+
 /// A thread's copy of what its accesses need (see the module doc).
 struct ThreadCopy {
     synced: bool,
     cf: CfView,
     inside: bool,
     last: Option<NodeId>,
-    /// The thread's stamp for reads while it runs in a transaction, else [`NO_STAMP`]
-    /// (see [`stamp_word`]); read by generated code ([`InlineGuard::Stamp`]).
-    word: AtomicU64,
+    /// Read by generated code ([`InlineGuard::Stamp`]).
+    guard: GuardWords,
 }
+
+/// A thread's word for the stamp test and the count of accesses generated code
+/// decided with the idle test, in the layout [`InlineGuard::Stamp`] promises.
+#[repr(C)]
+struct GuardWords {
+    /// The thread's stamp for reads while it runs in a transaction (see
+    /// [`stamp_word`]), [`GUARD_OUTSIDE`] outside every transaction, [`MIXED`]
+    /// otherwise.
+    word: AtomicU64,
+    /// Accesses outside transactions decided by generated code (no check), since
+    /// the last [`Pass::inline_forwarded`].
+    idle: AtomicU64,
+}
+
+const _: () = assert!(std::mem::offset_of!(GuardWords, idle) == GUARD_IDLE_OFF as usize);
 
 impl Default for ThreadCopy {
     fn default() -> Self {
@@ -137,19 +262,33 @@ impl Default for ThreadCopy {
             cf: CfView::default(),
             inside: false,
             last: None,
-            word: AtomicU64::new(NO_STAMP),
+            guard: GuardWords {
+                word: AtomicU64::new(GUARD_OUTSIDE),
+                idle: AtomicU64::new(0),
+            },
         }
     }
 }
 
-/// The word of a thread outside every transaction: no stamp ever equals it or it
-/// plus one (a stamp's thread id stays below 2^30).
-const NO_STAMP: u64 = !1;
+/// The word of a thread inside a transaction for one property but not the other
+/// (a stamp's thread id stays below 2^30, so no stamp equals it, it plus one, or
+/// [`GUARD_OUTSIDE`] and its plus one).
+const MIXED: u64 = !3;
 
 /// The stamp of a read by `tid` at conflict-freedom clock `clock` inside a
 /// transaction; the stamp of a write is one more.
 fn stamp_word(tid: Tid, clock: crate::vc::Clock) -> u64 {
     (u64::from(clock) << 32) | (u64::from(tid) << 1)
+}
+
+/// A thread's read word inside a transaction, if it has one ([`MIXED`] past the
+/// clocks a stamp can hold).
+fn inside_word(tid: Tid, clock: crate::vc::Clock) -> u64 {
+    if clock < 1 << 31 && tid < 1 << 30 {
+        stamp_word(tid, clock)
+    } else {
+        MIXED
+    }
 }
 
 /// Accesses checked for conflict freedom by one thread (only that thread writes it);
@@ -167,6 +306,12 @@ pub struct SingleTrack {
     stamps: PageTable<AtomicU64>,
     live: Arc<Liveness>,
     checks: PageTable<Checks>,
+    /// Per location, its read words once shared (a leaf only where some location
+    /// was read by two threads of a transaction in a row).
+    reads: PageTable<ReadSlot>,
+    /// Read words replaced by larger ones: a thread may still read them through a
+    /// stamp it loaded before, so they live as long as the pass.
+    retired: Mutex<Vec<ReadWords>>,
 }
 
 fn access_info(a: &CfAccess) -> AccessInfo {
@@ -196,6 +341,8 @@ impl SingleTrack {
             stamps: PageTable::default(),
             live,
             checks: PageTable::default(),
+            reads: PageTable::default(),
+            retired: Mutex::new(Vec::new()),
         }
     }
 
@@ -257,21 +404,70 @@ impl SingleTrack {
         Self::set_word(t, copy);
     }
 
-    /// Keep `copy.word` current: the thread's read stamp while it runs inside a
-    /// transaction for both properties, else [`NO_STAMP`].
+    /// Keep the thread's guard word current (see [`GuardWords::word`]).
     fn set_word(t: Tid, copy: &ThreadCopy) {
-        let w = if copy.cf.tx.is_some() && copy.inside {
-            stamp_word(t, copy.cf.vc.get(t))
-        } else {
-            NO_STAMP
+        let w = match (copy.cf.tx.is_some(), copy.inside) {
+            (true, true) => inside_word(t, copy.cf.vc.get(t)),
+            (false, false) => GUARD_OUTSIDE,
+            _ => MIXED,
         };
-        copy.word.store(w, Relaxed);
+        copy.guard.word.store(w, Relaxed);
     }
 
     /// Count one conflict-freedom check of thread `t` (only `t` writes its counter).
     fn count_checks(&self, t: Tid, n: u64) {
         let c = &self.checks.get(u64::from(t) << 3).0;
         c.store(c.load(Relaxed) + n, Relaxed);
+    }
+
+    /// The stamp after an access with guard word `word` (a write if `write`) to
+    /// `loc`, whose stamp was `prev` (the location's cell lock is held).
+    fn next_stamp(&self, loc: Loc, prev: u64, word: u64, write: bool) -> u64 {
+        let inside = word < MIXED;
+        if write || !inside {
+            // Leaving the shared state: forget the reads (a thread that still reads
+            // the words through an old stamp finds its entry or 0, either a valid
+            // answer: see the module doc).
+            if !is_stamp(prev)
+                && let Some(r) = self.reads.peek(loc.key()).and_then(ReadSlot::get)
+            {
+                r.clear();
+            }
+            return if inside { word + u64::from(write) } else { 0 };
+        }
+        let other = if is_stamp(prev) {
+            // A read after a stamped access of another thread shares the stamp.
+            if prev == 0 || prev >= MIXED || prev & !1 == word {
+                return word;
+            }
+            Some(prev & !1)
+        } else {
+            None
+        };
+        let t = stamp_tid(word);
+        let need = other.map_or(t, |o| t.max(stamp_tid(o))) as usize + 1;
+        let slot = self.reads.get(loc.key());
+        if slot.get().is_none_or(|r| r.len() < need) {
+            let bigger = Box::new(ReadWords::new(need.next_power_of_two().max(4)));
+            if !is_stamp(prev)
+                && let Some(old) = slot.get()
+            {
+                for (u, w) in old.words[1..].iter().enumerate() {
+                    bigger.words[1 + u].store(w.load(Relaxed), Relaxed);
+                }
+            }
+            if let Some(old) = slot.set(bigger) {
+                self.retired.lock().push(*old);
+            }
+        }
+        let r = slot.get().expect("installed above");
+        if let Some(o) = other {
+            r.entry(stamp_tid(o))
+                .expect("sized above")
+                .store(o, Relaxed);
+        }
+        r.entry(t).expect("sized above").store(word, Relaxed);
+        r.tagged()
     }
 
     /// A read or write of `loc` (plain or volatile) by `t`.
@@ -285,10 +481,23 @@ impl SingleTrack {
         }
         // Same epoch: the thread's own access of this kind (or a write) in this
         // epoch of its transaction is the location's last one. Nothing changes.
-        let word = copy.word.load(Relaxed);
+        let word = copy.guard.word.load(Relaxed);
+        if word == GUARD_OUTSIDE && self.live.none_live() {
+            // Idle: outside every transaction, with none live. Conflict freedom
+            // ignores the access and no graph node can be its source or target
+            // (the cell's nodes, if any, are dead: as good as none).
+            return;
+        }
         let stamp = self.stamps.get(loc.key());
         let s = stamp.load(Acquire);
-        if (write && s == word + 1) || (!write && s & !1 == word) {
+        let same = if write {
+            s == word + 1
+        } else if is_stamp(s) {
+            s & !1 == word
+        } else {
+            word < MIXED && shared_same(s, word)
+        };
+        if same {
             self.count_checks(t.tid, 1);
             return;
         }
@@ -334,12 +543,8 @@ impl SingleTrack {
             }
             // Under the cell's lock, so the stamp names the access that left the
             // cell as it is (0 when no same-epoch rule may follow it).
-            let word = copy.word.load(Relaxed);
-            let s = if word == NO_STAMP {
-                0
-            } else {
-                word + u64::from(write)
-            };
+            let word = copy.guard.word.load(Relaxed);
+            let s = self.next_stamp(loc, stamp.load(Relaxed), word, write);
             stamp.store(s, Release);
             (conflict, cycles)
         };
@@ -366,18 +571,21 @@ impl Pass for SingleTrack {
     fn inline_guard(&self) -> Option<InlineGuard> {
         Some(InlineGuard::Stamp {
             top: self.stamps.top_addr(),
+            idle: self.live.count_addr(),
         })
     }
 
     fn inline_guard_word<'a>(&self, local: &'a Local) -> Option<&'a AtomicU64> {
-        local.downcast_ref::<ThreadCopy>().map(|c| &c.word)
+        local.downcast_ref::<ThreadCopy>().map(|c| &c.guard.word)
     }
 
-    /// Accesses the producer decided with the stamp test (and the detector's):
-    /// each was a conflict-freedom check that changed nothing.
-    fn inline_forwarded(&self, t: &ThreadState, _local: &mut Local, checks: &[InlineChecks]) {
-        let n = checks.iter().map(|c| c.reads() + c.writes_same).sum();
-        self.count_checks(t.tid, n);
+    /// Accesses the producer decided with the guard (and the detector's test): those
+    /// of the stamp test were conflict-freedom checks that changed nothing, those of
+    /// the idle test (counted apart by the producer) no check.
+    fn inline_forwarded(&self, t: &ThreadState, local: &mut Local, checks: &[InlineChecks]) {
+        let idle = copy_of(local).guard.idle.swap(0, Relaxed);
+        let n: u64 = checks.iter().map(|c| c.reads() + c.writes_same).sum();
+        self.count_checks(t.tid, n.saturating_sub(idle));
     }
 
     fn access(&self, t: &ThreadState, local: &mut Local, ev: &Event<'_>) -> Flow {
