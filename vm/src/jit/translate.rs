@@ -628,17 +628,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let shared = self.b.create_block();
                 self.b.ins().brif(tagged, shared, &[], other, &[]);
                 self.b.switch_to_block(shared);
-                let p = self.b.ins().band_imm_s(s, !GUARD_SHARED_TAG as i64);
-                let n = self.b.ins().load(I64, m, p, 0);
                 let low = self.b.ins().band_imm_s(word, u32::MAX as i64);
                 let t = self.b.ins().ushr_imm_u(low, 1);
-                let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, t, n);
-                let has_entry = self.b.create_block();
-                self.b.ins().brif(inside, has_entry, &[], other, &[]);
-                self.b.switch_to_block(has_entry);
-                let toff = self.b.ins().ishl_imm_u(t, 3);
-                let q = self.b.ins().iadd(p, toff);
-                let e = self.b.ins().load(I64, m, q, 8);
+                let e = self.tagged_entry(s, GUARD_SHARED_TAG, t, I64, other);
                 let same = self.b.ins().icmp(IntCC::Equal, e, word);
                 self.b.ins().brif(same, guarded, &[zero.into()], other, &[]);
             }
@@ -678,16 +670,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             let shared = self.b.create_block();
             self.b.ins().brif(tagged, shared, &[], call, &[]);
             self.b.switch_to_block(shared);
-            let p = self.b.ins().band_imm_s(rv, !TAG as i64);
-            let n = self.b.ins().uload32(m, p, 0);
             let tid = self.b.ins().ushr_imm_u(e, 32);
-            let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, tid, n);
-            let has_entry = self.b.create_block();
-            self.b.ins().brif(inside, has_entry, &[], call, &[]);
-            self.b.switch_to_block(has_entry);
-            let toff = self.b.ins().ishl_imm_u(tid, 2);
-            let q = self.b.ins().iadd(p, toff);
-            let r_t = self.b.ins().uload32(m, q, 4);
+            let r_t = self.tagged_entry(rv, TAG, tid, types::I32, call);
             let clock = self.b.ins().band_imm_s(e, u32::MAX as i64);
             let same = self.b.ins().icmp(IntCC::Equal, r_t, clock);
             let hit_shared = self.b.create_block();
@@ -701,6 +685,39 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.count_inline(entry, INLINE_FAST, obj);
         self.count_guarded(guard);
         self.b.ins().jump(cont, &[]);
+    }
+
+    /// Entry `i` of the array `[n, e_0, …, e_{n-1}]` (each of type `ty`, `I32` or
+    /// `I64`, zero-extended) at `tagged & !tag`; `i >= n` jumps to `miss`.
+    fn tagged_entry(
+        &mut self,
+        tagged: Value,
+        tag: u64,
+        i: Value,
+        ty: ir::Type,
+        miss: ir::Block,
+    ) -> Value {
+        let m = MemFlagsData::trusted();
+        let bytes = ty.bytes();
+        let p = self.b.ins().band_imm_s(tagged, !tag as i64);
+        let load = |b: &mut FunctionBuilder, at: Value, off: i32| {
+            if ty == I64 {
+                b.ins().load(I64, m, at, off)
+            } else {
+                b.ins().uload32(m, at, off)
+            }
+        };
+        let n = load(&mut self.b, p, 0);
+        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, i, n);
+        let has_entry = self.b.create_block();
+        self.b.ins().brif(inside, has_entry, &[], miss, &[]);
+        self.b.switch_to_block(has_entry);
+        let off = self
+            .b
+            .ins()
+            .ishl_imm_u(i, i64::from(bytes.trailing_zeros()));
+        let q = self.b.ins().iadd(p, off);
+        load(&mut self.b, q, bytes as i32)
     }
 
     /// After a hit of the guard's idle test (`was_idle` 1), add one to the checker's
