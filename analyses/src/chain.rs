@@ -89,7 +89,18 @@ impl Chain {
     /// Frames above `unchanged` that equal those last handed over at the same depth
     /// (a call that returned and was made again from the same site) keep their
     /// contexts without interning them again.
+    #[inline]
     pub fn sync_frames(&self, cx: &mut ThreadCx, frames: &[u64], unchanged: usize) {
+        // The common case (the JIT syncs before every event): nothing moved since the
+        // previous call, so the context is already the stack's.
+        let t = &cx.state;
+        if t.stack_synced && unchanged >= frames.len() && t.frame_ctxs.len() == frames.len() {
+            return;
+        }
+        self.sync_frames_moved(cx, frames, unchanged);
+    }
+
+    fn sync_frames_moved(&self, cx: &mut ThreadCx, frames: &[u64], unchanged: usize) {
         let t = &mut cx.state;
         t.stack_synced = true;
         let mut keep = unchanged.min(frames.len()).min(t.frame_ctxs.len());
@@ -405,6 +416,8 @@ impl Chain {
                     reads_same: d.reads,
                     reads_shared_same: 0,
                     writes_same: d.writes,
+                    reads_excl: 0,
+                    writes_excl: 0,
                 })
                 .collect();
             for (i, q) in self.passes[..filter].iter().enumerate() {
@@ -475,7 +488,7 @@ impl Chain {
         }
         let (reads, writes) = checks
             .iter()
-            .fold((0, 0), |(r, w), c| (r + c.reads(), w + c.writes_same));
+            .fold((0, 0), |(r, w), c| (r + c.reads(), w + c.writes()));
         let last = self.passes.len() - 1;
         let field_checks = matches!(
             self.passes[last].inline_check(),
