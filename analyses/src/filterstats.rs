@@ -299,7 +299,7 @@ impl SiteTable {
     ) {
         for c in checks {
             self.get_or_insert_with(c.site, || SiteRecord::new(kind(c.rep), c.rep))
-                .record_shared(owner, c.reads(), c.writes_same);
+                .record_shared(owner, c.reads(), c.writes());
         }
     }
 

@@ -102,8 +102,20 @@ pub enum InlineCheck {
     ///   `n`, `tid(e) < n` and the `u32` at `p + 4 + 4 * tid(e)` equals `clock(e)`
     ///   (read-shared same epoch).
     ///
-    /// The cells are written only by the pass (under its lock, with atomic stores);
-    /// the producer's loads must be at least `Acquire` on the tagged pointer.
+    /// The cells are written only under their lock, with atomic stores; the
+    /// producer's loads must be at least `Acquire` on the tagged pointer.
+    ///
+    /// The producer may also apply FT2's [read exclusive] and [write exclusive]
+    /// rules in the case where they cannot find a race: with `w` and `r` the words
+    /// it loaded, `r` untagged and each of `w`, `r` either 0 or an epoch of the
+    /// thread (`w >> 32 == tid(e)`; a locked `w` is neither), it takes the cell's
+    /// lock by a compare-and-swap of `w` with `w | FASTTRACK_LOCKED` (failure:
+    /// deliver the access), checks that `r` is unchanged (otherwise stores `w` back
+    /// and delivers), and then, for a read, stores `e` at `R_OFF`, the packed site
+    /// (`site | ctx << 32`, with the thread's current call context) at `R_SITE_OFF`,
+    /// and `w` back; for a write, the packed site at `W_SITE_OFF` and `e` at `W_OFF`
+    /// (which releases the lock). Such accesses are counted apart
+    /// ([`InlineChecks::reads_excl`], [`InlineChecks::writes_excl`]).
     FastTrack {
         /// The address of the top level (`2^TOP_BITS` pointers).
         top: u64,
@@ -169,6 +181,10 @@ pub const FASTTRACK_CELL_BYTES: u32 = 32;
 pub const FASTTRACK_W_OFF: i32 = 0;
 pub const FASTTRACK_R_OFF: i32 = 8;
 pub const FASTTRACK_SHARED_TAG: u64 = 1 << 63;
+pub const FASTTRACK_W_SITE_OFF: i32 = 16;
+pub const FASTTRACK_R_SITE_OFF: i32 = 24;
+/// The lock bit of a cell's `W` word ([`InlineCheck::FastTrack`]).
+pub const FASTTRACK_LOCKED: u64 = 1 << 62;
 
 /// Accesses at one site that the producer decided inline with the chain's
 /// [`InlineCheck`] during one thread, by the rule that decided them, with one
@@ -186,11 +202,18 @@ pub struct InlineChecks {
     pub reads_shared_same: u64,
     /// Writes decided because the last write is this thread's current epoch.
     pub writes_same: u64,
+    /// Reads decided by [read exclusive] on the thread's own earlier epochs.
+    pub reads_excl: u64,
+    /// Writes decided by [write exclusive] on the thread's own earlier epochs.
+    pub writes_excl: u64,
 }
 
 impl InlineChecks {
     pub fn reads(&self) -> u64 {
-        self.reads_same + self.reads_shared_same
+        self.reads_same + self.reads_shared_same + self.reads_excl
+    }
+    pub fn writes(&self) -> u64 {
+        self.writes_same + self.writes_excl
     }
 }
 

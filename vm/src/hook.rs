@@ -139,6 +139,21 @@ impl Hook {
         }
     }
 
+    /// The chain's call context of the thread when the tier keeps the stack
+    /// ([`Hook::stack_kept_by_tier`]): after [`Hook::sync_stack`], the context of
+    /// the stack handed over.
+    #[inline]
+    pub fn tier_ctx(&self) -> Option<u32> {
+        match &self.0 {
+            Some(On {
+                cx,
+                stack: Stack::Tier,
+                ..
+            }) => Some(cx.state.ctx.0),
+            _ => None,
+        }
+    }
+
     /// Whether a chain is active (events are delivered).
     #[inline]
     pub fn is_on(&self) -> bool {

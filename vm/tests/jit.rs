@@ -466,6 +466,7 @@ struct InlineRun {
     stats: serde_json::Value,
     dropped_inline: u64,
     checked_inline: u64,
+    exclusive_inline: u64,
 }
 
 /// The interpreter's run `a` against a JIT run `b` (`what`): a failure text unless
@@ -611,11 +612,16 @@ fn run_jit_parts_with(
         checked_inline: code
             .inline_checked
             .load(std::sync::atomic::Ordering::Relaxed),
+        exclusive_inline: code
+            .inline_exclusive
+            .load(std::sync::atomic::Ordering::Relaxed),
     }
 }
 
 /// With `fasttrack` alone or behind `escape`, `capsule` or both, the JIT decides
-/// FastTrack's same-epoch accesses inline, with `singletrack` before it only those
+/// FastTrack's same-epoch accesses inline (and, for plain accesses, the exclusive
+/// rules on the thread's own earlier epochs, under the cell's lock), with
+/// `singletrack` before it only those
 /// that also pass SingleTrack's stamp test, and with `bigfoot` its same-epoch field
 /// checks: warnings, output and every statistic (per-pass counters, FastTrack's rule
 /// counts, SingleTrack's checks and graph counts, the filter's per-location
@@ -631,6 +637,7 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
         .into_iter()
         .filter(|p| !p.to_string_lossy().ends_with("_large.cj"));
     let mut checked_by = std::collections::BTreeMap::new();
+    let mut exclusive_by = std::collections::BTreeMap::new();
     for tools in [
         "fasttrack",
         "escape:fasttrack",
@@ -674,6 +681,7 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
                 }
                 checked_inline += on.checked_inline;
                 *checked_by.entry(tools).or_insert(0) += on.checked_inline;
+                *exclusive_by.entry(tools).or_insert(0) += on.exclusive_inline;
             }
         }
     }
@@ -683,6 +691,14 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
     assert!(checked_inline > 0, "no access was decided inline");
     for (tools, n) in &checked_by {
         assert!(*n > 0, "`{tools}`: nothing was decided inline");
+    }
+    // The exclusive rules too, for plain accesses (not BigFoot's checks).
+    for (tools, n) in &exclusive_by {
+        assert_eq!(
+            *n > 0,
+            *tools != "bigfoot",
+            "`{tools}`: {n} accesses decided by the inline exclusive rules"
+        );
     }
 }
 

@@ -28,8 +28,9 @@
 use crate::ctx::CtxId;
 use crate::event::{Event, EventKind, Loc, Op, SiteId, Tid};
 use crate::pass::{
-    FASTTRACK_CELL_BYTES, FASTTRACK_R_OFF, FASTTRACK_SHARED_TAG, FASTTRACK_W_OFF, Flow,
-    InlineCheck, InlineChecks, Local, Pass,
+    FASTTRACK_CELL_BYTES, FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SITE_OFF,
+    FASTTRACK_SHARED_TAG, FASTTRACK_W_OFF, FASTTRACK_W_SITE_OFF, Flow, InlineCheck, InlineChecks,
+    Local, Pass,
 };
 use crate::report::{Reporter, WarningKind};
 use crate::shared::Shared;
@@ -275,6 +276,9 @@ const _: () = {
     assert!(std::mem::size_of::<Cell>() == FASTTRACK_CELL_BYTES as usize);
     assert!(std::mem::offset_of!(Cell, w) == FASTTRACK_W_OFF as usize);
     assert!(std::mem::offset_of!(Cell, r) == FASTTRACK_R_OFF as usize);
+    assert!(std::mem::offset_of!(Cell, w_site) == FASTTRACK_W_SITE_OFF as usize);
+    assert!(std::mem::offset_of!(Cell, r_site) == FASTTRACK_R_SITE_OFF as usize);
+    assert!(LOCKED == FASTTRACK_LOCKED);
 };
 
 /// The FT2 rules, for statistics (how often each fired) and tests.
@@ -369,7 +373,7 @@ impl FtCells {
     /// FT2 `read(t,x)` of `loc` by the access `cur`, same-epoch rules first without
     /// the lock (the test [`InlineCheck::FastTrack`] describes).
     #[inline]
-    pub(crate) fn read(&self, t: &ThreadState, loc: Loc, cur: Acc, race: OnRace<'_>) -> Rule {
+    pub(crate) fn read(&self, t: &ThreadState, loc: Loc, cur: &Acc, race: OnRace<'_>) -> Rule {
         let h = self.cells.get(loc.key());
         let e = t.epoch();
         let r = h.r.load(Acquire);
@@ -402,7 +406,7 @@ impl FtCells {
 
     /// FT2 `write(t,x)` of `loc` (see [`FtCells::read`]).
     #[inline]
-    pub(crate) fn write(&self, t: &ThreadState, loc: Loc, cur: Acc, race: OnRace<'_>) -> Rule {
+    pub(crate) fn write(&self, t: &ThreadState, loc: Loc, cur: &Acc, race: OnRace<'_>) -> Rule {
         let h = self.cells.get(loc.key());
         if h.w.load(Relaxed) == Epoch::pack(t.epoch()) {
             Rule::WriteSameEpoch
@@ -450,10 +454,17 @@ impl FtCells {
 
     /// FT2 `read(t,x)` past the unlocked same-epoch check; returns the rule that
     /// applied.
-    fn read_locked(&self, t: &ThreadState, c: &Cell, loc: Loc, cur: Acc, race: OnRace<'_>) -> Rule {
+    fn read_locked(
+        &self,
+        t: &ThreadState,
+        c: &Cell,
+        loc: Loc,
+        cur: &Acc,
+        race: OnRace<'_>,
+    ) -> Rule {
         let e = t.epoch();
         let lk = c.lock();
-        let lines = self.lines(loc, &cur);
+        let lines = self.lines(loc, cur);
         let (w, r) = (Epoch::unpack(lk.w), c.r.load(Relaxed));
         // [FT read same epoch] (again: another thread may have changed R meanwhile)
         if r == Epoch::pack(e) {
@@ -473,14 +484,14 @@ impl FtCells {
         }
         if lk.shared().is_some() {
             // [FT read shared]
-            lk.set_shared(t.tid, e.clock, cur);
+            lk.set_shared(t.tid, e.clock, *cur);
             return Rule::ReadShared;
         }
         let r = Epoch::unpack(r);
         if r.tid == t.tid || r.leq(&t.vc) {
             // [FT read exclusive]
             c.r.store(Epoch::pack(e), Relaxed);
-            c.r_site.store(pack_site(&cur), Relaxed);
+            c.r_site.store(pack_site(cur), Relaxed);
             if let Some(l) = lines {
                 l.r.store(cur.index, Relaxed);
             }
@@ -490,7 +501,7 @@ impl FtCells {
             let line = lines.map_or(0, |l| l.r.load(Relaxed));
             let prev = unpack_acc(c.r_site.load(Relaxed), line, r, Op::Read);
             lk.set_shared(r.tid, r.clock, prev);
-            lk.set_shared(t.tid, e.clock, cur);
+            lk.set_shared(t.tid, e.clock, *cur);
             Rule::ReadShare
         }
     }
@@ -502,12 +513,12 @@ impl FtCells {
         t: &ThreadState,
         c: &Cell,
         loc: Loc,
-        cur: Acc,
+        cur: &Acc,
         race: OnRace<'_>,
     ) -> Rule {
         let e = t.epoch();
         let mut lk = c.lock();
-        let lines = self.lines(loc, &cur);
+        let lines = self.lines(loc, cur);
         let (w, r) = (Epoch::unpack(lk.w), c.r.load(Relaxed));
         // [FT write same epoch]
         if w == e {
@@ -544,7 +555,7 @@ impl FtCells {
             }
         };
         // [FT write exclusive / write shared]: FT2 keeps a shared read state.
-        c.w_site.store(pack_site(&cur), Relaxed);
+        c.w_site.store(pack_site(cur), Relaxed);
         if let Some(l) = lines {
             l.w.store(cur.index, Relaxed);
         }
@@ -605,12 +616,12 @@ impl Pass for FastTrack {
             EventKind::Read { loc } => {
                 let cur = Acc::of(t, ev, Op::Read);
                 let mut race = |prev, what| Self::race(rep, loc, prev, &cur, what);
-                self.cells.read(t, loc, cur, &mut race)
+                self.cells.read(t, loc, &cur, &mut race)
             }
             EventKind::Write { loc, .. } => {
                 let cur = Acc::of(t, ev, Op::Write);
                 let mut race = |prev, what| Self::race(rep, loc, prev, &cur, what);
-                self.cells.write(t, loc, cur, &mut race)
+                self.cells.write(t, loc, &cur, &mut race)
             }
             _ => return Flow::Forward,
         };
@@ -636,6 +647,14 @@ impl Pass for FastTrack {
             (
                 Rule::WriteSameEpoch,
                 checks.iter().map(|c| c.writes_same).sum::<u64>(),
+            ),
+            (
+                Rule::ReadExclusive,
+                checks.iter().map(|c| c.reads_excl).sum(),
+            ),
+            (
+                Rule::WriteExclusive,
+                checks.iter().map(|c| c.writes_excl).sum(),
             ),
         ] {
             let a = &c.0[rule as usize];

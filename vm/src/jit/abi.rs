@@ -66,6 +66,14 @@ pub struct JitThread {
     /// generated code when the inline filter depends on it
     /// (`HeaderFilter::capsule_calls`).
     pub capsule_calls: u64,
+    /// The chain's call context of the stack's outermost `ctx_depth` frames, shifted
+    /// left by 32 (a packed site's high half), as of the last
+    /// [`JitThread::sync_stack`]; it is the context of the current stack while
+    /// `depth == ctx_depth == frames_low` (no call from below `depth` since). The
+    /// inline exclusive rules store it with the access's site. `ctx_depth` is
+    /// `u64::MAX` when the chain does not take the context from the shadow stack.
+    pub ctx_word: u64,
+    pub ctx_depth: u64,
     // ---- Rust-only fields (never touched by generated code) ----
     pub rt: Arc<Runtime>,
     pub code: Arc<JitCode>,
@@ -89,6 +97,8 @@ pub const OFF_INLINE_DROPS: i32 = offset_of!(JitThread, inline_drops) as i32;
 pub const OFF_EPOCH: i32 = offset_of!(JitThread, epoch) as i32;
 pub const OFF_GUARD: i32 = offset_of!(JitThread, guard) as i32;
 pub const OFF_CAPSULE_CALLS: i32 = offset_of!(JitThread, capsule_calls) as i32;
+pub const OFF_CTX_WORD: i32 = offset_of!(JitThread, ctx_word) as i32;
+pub const OFF_CTX_DEPTH: i32 = offset_of!(JitThread, ctx_depth) as i32;
 
 /// Words per entry of [`JitThread::inline_drops`] and the offset of each part: the
 /// accesses the first header filter dropped, the last object accessed inline, the
@@ -96,11 +106,14 @@ pub const OFF_CAPSULE_CALLS: i32 = offset_of!(JitThread, capsule_calls) as i32;
 /// in `INLINE_FAST` and read-shared-same-epoch in `INLINE_FAST_SHARED`; a write site
 /// write-same-epoch in `INLINE_FAST`), and the accesses the second header filter
 /// dropped ([`inline_count`]).
-pub const INLINE_WORDS: usize = 5;
+pub const INLINE_WORDS: usize = 6;
 pub const INLINE_COUNT: usize = 0;
 pub const INLINE_OBJ: usize = 1;
 pub const INLINE_FAST: usize = 2;
 pub const INLINE_FAST_SHARED: usize = 3;
+/// The accesses decided by the inline exclusive rules (read exclusive at a read
+/// site, write exclusive at a write site).
+pub const INLINE_EXCL: usize = 5;
 
 /// The part of an entry counting the accesses header filter `filter` dropped
 /// (`JitOptions::inline_filters`; at most `analyses::Chain::MAX_INLINE_FILTERS`).
@@ -111,7 +124,7 @@ pub const fn inline_count(filter: usize) -> usize {
     }
 }
 
-const _: () = assert!(inline_count(analyses::Chain::MAX_INLINE_FILTERS - 1) < INLINE_WORDS);
+const _: () = assert!(inline_count(analyses::Chain::MAX_INLINE_FILTERS - 1) < INLINE_EXCL);
 
 /// A shadow-stack entry: the chain's packed frame (`analyses::ctx::pack_frame`).
 #[inline]
@@ -141,6 +154,8 @@ impl JitThread {
             epoch: hook.epoch_word_ptr(),
             guard: hook.inline_guard_word_ptr(),
             capsule_calls: 0,
+            ctx_word: 0,
+            ctx_depth: u64::MAX,
             seeded: rt.seeded,
             rt,
             code,
@@ -192,7 +207,8 @@ impl JitThread {
             let w = &mut self.inline_buf[i * INLINE_WORDS..(i + 1) * INLINE_WORDS];
             let fast = std::mem::take(&mut w[INLINE_FAST]);
             let shared = std::mem::take(&mut w[INLINE_FAST_SHARED]);
-            if fast + shared == 0 {
+            let excl = std::mem::take(&mut w[INLINE_EXCL]);
+            if fast + shared + excl == 0 {
                 continue;
             }
             let c = by_site
@@ -207,12 +223,16 @@ impl JitThread {
                     reads_same: 0,
                     reads_shared_same: 0,
                     writes_same: 0,
+                    reads_excl: 0,
+                    writes_excl: 0,
                 });
             if s.is_write {
                 c.writes_same += fast;
+                c.writes_excl += excl;
             } else {
                 c.reads_same += fast;
                 c.reads_shared_same += shared;
+                c.reads_excl += excl;
             }
         }
         by_site.into_values().collect()
@@ -236,6 +256,10 @@ impl JitThread {
         self.hook
             .sync_stack(&self.frames_buf[..depth], self.frames_low as usize);
         self.frames_low = depth as u64;
+        if let Some(ctx) = self.hook.tier_ctx() {
+            self.ctx_word = u64::from(ctx) << 32;
+            self.ctx_depth = depth as u64;
+        }
     }
 
     /// The CapJava stack for an error at `site` in the innermost frame, innermost

@@ -100,6 +100,11 @@ pub struct InlineDetector {
     /// checker before the detector (`singletrack`) whose test must hold too, on the
     /// thread's word `abi::JitThread::guard`.
     pub guard: Option<(u64, u64)>,
+    /// Also apply FastTrack's exclusive rules inline, on the thread's own earlier
+    /// epochs, under the cell's lock (`InlineCheck::FastTrack`): plain accesses only,
+    /// and only when the chain takes the call context from the shadow stack (the
+    /// packed site stores it, `abi::JitThread::ctx_word`).
+    pub exclusive: bool,
 }
 
 /// A test on an object's header word that decides, without a call, that the first
@@ -205,6 +210,7 @@ impl JitOptions {
                         behind_filter,
                         field_checks,
                         guard,
+                        exclusive: !field_checks && !b.chain.frame_events(),
                     })
                 }),
             capsules: rt.bridge.as_ref().map_or_else(Vec::new, |b| {
@@ -264,6 +270,9 @@ pub struct JitCode {
     /// Accesses decided by the inline same-epoch check in all threads that have
     /// ended (diagnostics, tests).
     pub inline_checked: AtomicU64,
+    /// Of those, the accesses decided by the inline exclusive rules
+    /// (`InlineDetector::exclusive`).
+    pub inline_exclusive: AtomicU64,
     /// Set when the program stops (any thread failed); polled at back-edges.
     pub abort: AtomicBool,
     pub options: JitOptions,
@@ -407,6 +416,7 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         inline_sites: tables.inline_sites,
         inline_dropped: AtomicU64::new(0),
         inline_checked: AtomicU64::new(0),
+        inline_exclusive: AtomicU64::new(0),
         abort: AtomicBool::new(false),
         options,
     })
@@ -455,8 +465,10 @@ fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
     // interpreter's failed thread counted these too), while the per-pass counters
     // only reach the chain at `ThreadEnd`, as in the interpreter.
     let checks = t.take_inline_checks();
-    let n: u64 = checks.iter().map(|c| c.reads() + c.writes_same).sum();
+    let n: u64 = checks.iter().map(|c| c.reads() + c.writes()).sum();
     t.code.inline_checked.fetch_add(n, Ordering::Relaxed);
+    let excl: u64 = checks.iter().map(|c| c.reads_excl + c.writes_excl).sum();
+    t.code.inline_exclusive.fetch_add(excl, Ordering::Relaxed);
     t.hook.add_inline_checks(&checks);
     if t.failed == 0 {
         // The accesses dropped inline, accounted before `ThreadEnd` merges the counts.

@@ -27,13 +27,29 @@ use crate::interp::block_site;
 use crate::layout;
 
 use super::abi::{
-    INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS,
-    OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FRAMES, OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS,
-    OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
+    INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_WORDS, OFF_ABORT,
+    OFF_CAPSULE_CALLS, OFF_CTX_DEPTH, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FRAMES,
+    OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_STEPS, OFF_TID,
+    inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
 use super::{InlineDetector, InlineSite, JitOptions};
+
+/// Where [`Translator::exclusive_rule`] works: the location's FastTrack cell, the
+/// thread's packed epoch, the access's site and inline-counter entry (with the
+/// object it remembers), the guard's counters, and the blocks to deliver the access
+/// or go on.
+struct ExclusiveAt {
+    cell: Value,
+    e: Value,
+    site: SiteId,
+    entry: usize,
+    obj: Value,
+    guard: Option<(Value, Value)>,
+    call: ir::Block,
+    cont: ir::Block,
+}
 
 /// `Math.*` functions computed by the runtime (`runtime_fns::jit_math`), by index.
 pub const MATH_FNS: [MathFn; 13] = [
@@ -533,7 +549,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             }
         }
         if let Some(c) = check {
-            self.same_epoch_check(c, obj, args[1], write.is_some(), entry, call, cont);
+            self.same_epoch_check(c, obj, args[1], write.is_some(), site, entry, call, cont);
         }
         self.b.switch_to_block(call);
         self.call_rt(rt, args);
@@ -573,6 +589,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         obj: Value,
         index: Value,
         is_write: bool,
+        site: SiteId,
         entry: usize,
         call: ir::Block,
         cont: ir::Block,
@@ -654,10 +671,27 @@ impl<'a, 'b> Translator<'a, 'b> {
         let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
         let e = self.b.ins().load(I64, m, ep, 0);
         let hit = self.b.create_block();
+        let excl = ExclusiveAt {
+            cell,
+            e,
+            site,
+            entry,
+            obj,
+            guard,
+            call,
+            cont,
+        };
         if is_write {
             let wv = self.b.ins().load(I64, m, cell, FASTTRACK_W_OFF);
             let same = self.b.ins().icmp(IntCC::Equal, wv, e);
-            self.b.ins().brif(same, hit, &[], call, &[]);
+            if c.exclusive {
+                let other = self.b.create_block();
+                self.b.ins().brif(same, hit, &[], other, &[]);
+                self.b.switch_to_block(other);
+                self.exclusive_rule(&excl, wv, true);
+            } else {
+                self.b.ins().brif(same, hit, &[], call, &[]);
+            }
         } else {
             let rv = self.b.ins().load(I64, m, cell, FASTTRACK_R_OFF);
             let same = self.b.ins().icmp(IntCC::Equal, rv, e);
@@ -668,7 +702,14 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.switch_to_block(not_same);
             let tagged = self.b.ins().band_imm_s(rv, TAG as i64);
             let shared = self.b.create_block();
-            self.b.ins().brif(tagged, shared, &[], call, &[]);
+            if c.exclusive {
+                let untagged = self.b.create_block();
+                self.b.ins().brif(tagged, shared, &[], untagged, &[]);
+                self.b.switch_to_block(untagged);
+                self.exclusive_rule(&excl, rv, false);
+            } else {
+                self.b.ins().brif(tagged, shared, &[], call, &[]);
+            }
             self.b.switch_to_block(shared);
             let tid = self.b.ins().ushr_imm_u(e, 32);
             let r_t = self.tagged_entry(rv, TAG, tid, types::I32, call);
@@ -685,6 +726,83 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.count_inline(entry, INLINE_FAST, obj);
         self.count_guarded(guard);
         self.b.ins().jump(cont, &[]);
+    }
+
+    /// FT2's [read exclusive] or [write exclusive] rule on `at.cell`, in the case
+    /// where it cannot find a race (`analyses::pass::InlineCheck::FastTrack`): the
+    /// cell's `W` and `R` are each 0 or an epoch of this thread, `R` not shared, and
+    /// the thread's call context is the one of its current stack (no call from
+    /// below the current depth since the runtime last handed the stack to the chain,
+    /// `JitThread::ctx_word`). Then, under the cell's lock (a compare-and-swap of
+    /// `W`, with `R` checked again under it), store the thread's epoch and the packed
+    /// site as the pass's rule would, count the access (`INLINE_EXCL`) and jump to
+    /// `at.cont`; any other case, or a lock or `R` that changed meanwhile, jumps to
+    /// `at.call`. `first` is the word the same-epoch test loaded (`W` for a write,
+    /// `R` for a read).
+    fn exclusive_rule(&mut self, at: &ExclusiveAt, first: Value, is_write: bool) {
+        use analyses::pass::{
+            FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SITE_OFF, FASTTRACK_W_OFF,
+            FASTTRACK_W_SITE_OFF,
+        };
+        let m = MemFlagsData::trusted();
+        let call = at.call;
+        let depth = self.b.ins().load(I64, m, self.ctx, OFF_DEPTH);
+        let low = self.b.ins().load(I64, m, self.ctx, OFF_FRAMES_LOW);
+        let synced = self.b.ins().load(I64, m, self.ctx, OFF_CTX_DEPTH);
+        let a = self.b.ins().bxor(depth, low);
+        let b = self.b.ins().bxor(depth, synced);
+        let moved = self.b.ins().bor(a, b);
+        let ctx_ok = self.b.create_block();
+        self.b.ins().brif(moved, call, &[], ctx_ok, &[]);
+        self.b.switch_to_block(ctx_ok);
+        let (wv, rv) = if is_write {
+            (first, self.b.ins().load(I64, m, at.cell, FASTTRACK_R_OFF))
+        } else {
+            (self.b.ins().load(I64, m, at.cell, FASTTRACK_W_OFF), first)
+        };
+        let tid = self.b.ins().ushr_imm_u(at.e, 32);
+        let mut own = |v: Value| {
+            let t = self.b.ins().ushr_imm_u(v, 32);
+            let mine = self.b.ins().icmp(IntCC::Equal, t, tid);
+            let none = self.b.ins().icmp_imm_s(IntCC::Equal, v, 0);
+            self.b.ins().bor(mine, none)
+        };
+        let (w_own, r_own) = (own(wv), own(rv));
+        let both = self.b.ins().band(w_own, r_own);
+        let lock = self.b.create_block();
+        self.b.ins().brif(both, lock, &[], call, &[]);
+        self.b.switch_to_block(lock);
+        let locked = self.b.ins().bor_imm_s(wv, FASTTRACK_LOCKED as i64);
+        let w_addr = self.b.ins().iadd_imm_s(at.cell, i64::from(FASTTRACK_W_OFF));
+        let old = self.b.ins().atomic_cas(m, w_addr, wv, locked);
+        let got = self.b.ins().icmp(IntCC::Equal, old, wv);
+        let held = self.b.create_block();
+        self.b.ins().brif(got, held, &[], call, &[]);
+        self.b.switch_to_block(held);
+        let r_addr = self.b.ins().iadd_imm_s(at.cell, i64::from(FASTTRACK_R_OFF));
+        let rv2 = self.b.ins().atomic_load(I64, m, r_addr);
+        let same = self.b.ins().icmp(IntCC::Equal, rv2, rv);
+        let (apply, unlock) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(same, apply, &[], unlock, &[]);
+        self.b.switch_to_block(unlock);
+        self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
+        self.b.ins().jump(call, &[]);
+        self.b.switch_to_block(apply);
+        // Plain stores, in program order (x86-64 keeps it): the site and `R` before
+        // the store of `W` that releases the lock, as `Locked`'s drop does.
+        let ctx = self.b.ins().load(I64, m, self.ctx, OFF_CTX_WORD);
+        let packed = self.b.ins().bor_imm_s(ctx, i64::from(at.site.0));
+        if is_write {
+            self.b.ins().store(m, packed, at.cell, FASTTRACK_W_SITE_OFF);
+            self.b.ins().store(m, at.e, at.cell, FASTTRACK_W_OFF);
+        } else {
+            self.b.ins().store(m, packed, at.cell, FASTTRACK_R_SITE_OFF);
+            self.b.ins().store(m, at.e, at.cell, FASTTRACK_R_OFF);
+            self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
+        }
+        self.count_inline(at.entry, INLINE_EXCL, at.obj);
+        self.count_guarded(at.guard);
+        self.b.ins().jump(at.cont, &[]);
     }
 
     /// Entry `i` of the array `[n, e_0, …, e_{n-1}]` (each of type `ty`, `I32` or
@@ -1473,7 +1591,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     ) {
         let (entry, call, cont) = self.inline_check_site(site, write, false, rep);
         let r = self.iconst(rep as i64);
-        self.same_epoch_check(c, o, r, write, entry, call, cont);
+        self.same_epoch_check(c, o, r, write, site, entry, call, cont);
         self.b.switch_to_block(call);
         let k = self.iconst(kind + write as i64);
         let m = self.iconst(mask as i64);
@@ -1513,7 +1631,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, i, len);
         self.b.ins().brif(inside, test, &[], call, &[]);
         self.b.switch_to_block(test);
-        self.same_epoch_check(c, a, i, write, entry, call, cont);
+        self.same_epoch_check(c, a, i, write, site, entry, call, cont);
         self.b.switch_to_block(call);
         let k = self.iconst(6 + write as i64);
         let z = self.iconst(0);

@@ -232,8 +232,8 @@ impl BigFoot {
         let mut races = Vec::new();
         let mut race = |prev, what| races.push(Race { prev, what });
         let rule = match cur.op {
-            Op::Read => self.fields.read(t, loc, cur, &mut race),
-            Op::Write => self.fields.write(t, loc, cur, &mut race),
+            Op::Read => self.fields.read(t, loc, &cur, &mut race),
+            Op::Write => self.fields.write(t, loc, &cur, &mut race),
         };
         if rule.same_epoch() {
             counts.same_epoch += 1;
@@ -554,7 +554,7 @@ impl Pass for BigFoot {
             return;
         };
         for c in checks {
-            let n = c.reads() + c.writes_same;
+            let n = c.reads() + c.writes();
             l.counts.checks += n;
             l.counts.same_epoch += n;
             if c.elements {

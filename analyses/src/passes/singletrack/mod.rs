@@ -584,7 +584,7 @@ impl Pass for SingleTrack {
     /// the idle test (counted apart by the producer) no check.
     fn inline_forwarded(&self, t: &ThreadState, local: &mut Local, checks: &[InlineChecks]) {
         let idle = copy_of(local).guard.idle.swap(0, Relaxed);
-        let n: u64 = checks.iter().map(|c| c.reads() + c.writes_same).sum();
+        let n: u64 = checks.iter().map(|c| c.reads() + c.writes()).sum();
         self.count_checks(t.tid, n.saturating_sub(idle));
     }
 
