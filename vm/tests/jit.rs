@@ -916,3 +916,76 @@ fn capsule_takes_only_the_calls_of_capsule_classes() {
         assert_eq!(some.warnings_text, all.warnings_text, "{tier:?}");
     }
 }
+
+/// The inline exclusive rules store the thread's call context with the access's site
+/// (`JitThread::ctx_word`), valid only while no call was made from below the current
+/// depth since the runtime last handed the stack over. Here the main thread's write
+/// of `b` in `touch` is decided inline right after a call (the shadow leaf exists
+/// from the write of `a`, and no runtime call happens inside `touch` under the OS
+/// scheduler), and the other thread's later write of `b` (after a spin on a plain
+/// flag, so in every schedule) reports it: the earlier access's stack must name
+/// `touch` called from `main`, as the interpreter and the JIT without the inline
+/// check say. Seeded schedules hand the stack over at every scheduling point, which
+/// would hide a stale context.
+#[test]
+fn inline_exclusive_rule_records_the_call_context_of_the_access() {
+    let src = "\
+class Box {
+    int a;
+    int b;
+    int flag;
+}
+
+class Main {
+    static void touch(Box x) {
+        x.b = 1;
+    }
+
+    static void other(Box x) {
+        while (x.flag == 0) {
+        }
+        x.b = 2;
+    }
+
+    static void main() {
+        Box x = new Box();
+        x.a = 5;
+        Thread t = fork Main.other(x);
+        touch(x);
+        x.flag = 1;
+        t.join();
+        print(x.b);
+    }
+}
+";
+    let prog = compile_src("ctx.cj", src).expect("compiles");
+    let run = |tier, inline_detector| {
+        let cfg = RunConfig {
+            tier,
+            sched: SchedKind::Os,
+            tools: Some("fasttrack".into()),
+            inline_detector,
+            ..RunConfig::default()
+        };
+        let out = run_program(prog.clone(), &cfg).expect("run");
+        let b = out
+            .warnings_text
+            .iter()
+            .find(|w| w.contains("Box.b"))
+            .cloned()
+            .unwrap_or_default();
+        (b, out.report["stats"].clone())
+    };
+    let (interp, _) = run(Tier::Interp, true);
+    assert!(
+        interp.contains("Main.touch (ctx.cj:9:11)\n    #1 Main.main (ctx.cj:22:9)"),
+        "the interpreter's report names touch called from main:\n{interp}"
+    );
+    for inline in [true, false] {
+        let (jit, stats) = run(Tier::Jit, inline);
+        assert_eq!(jit, interp, "jit, inline check {inline}");
+        // The write of `b` in `touch` is the exclusive rule's (an earlier `W` of 0).
+        let details = &stats["passes"][0]["details"];
+        assert!(details["write_exclusive"].as_u64() >= Some(3), "{stats}");
+    }
+}
