@@ -180,7 +180,23 @@ impl Chain {
     /// Deliver one event of `cx`'s thread. `Fork` must go through [`Chain::fork`].
     #[inline]
     pub fn deliver(&self, cx: &mut ThreadCx, ev: &Event<'_>) {
+        self.deliver_from(cx, ev, 0);
+    }
+
+    /// [`Chain::deliver`] of a plain access that the chain's first `from` passes, all
+    /// inline filters ([`Chain::inline_filters`]) that forward what their test lets
+    /// through ([`Pass::forwards_inline`]), are known to forward: the producer
+    /// performed their tests and they held. The access goes to the passes after
+    /// them; the producer accounts the skipped passes' share with
+    /// [`Chain::add_inline_forwards`].
+    pub fn deliver_from(&self, cx: &mut ThreadCx, ev: &Event<'_>, from: usize) {
         debug_assert_eq!(cx.tid(), ev.tid);
+        debug_assert!(
+            from == 0
+                || (matches!(ev.kind, EventKind::Read { .. } | EventKind::Write { .. })
+                    && from <= self.inline_filters().len()),
+            "only plain accesses skip the inline filters"
+        );
         debug_assert!(
             !matches!(ev.kind, EventKind::Fork { .. }),
             "use Chain::fork"
@@ -221,7 +237,7 @@ impl Chain {
             counts,
             ..
         } = cx;
-        for (i, p) in self.passes.iter().enumerate() {
+        for (i, p) in self.passes.iter().enumerate().skip(from) {
             counts[i].events_in[ord] += 1;
             match p.access(state, locals[i].as_mut(), ev) {
                 Flow::Forward => {}
@@ -406,28 +422,49 @@ impl Chain {
         let (reads, writes) = drops
             .iter()
             .fold((0, 0), |(r, w), d| (r + d.reads, w + d.writes));
-        if filter > 0 {
-            let forwarded: Vec<crate::pass::InlineChecks> = drops
-                .iter()
-                .map(|d| crate::pass::InlineChecks {
-                    site: d.site,
-                    rep: d.rep,
-                    elements: false,
-                    reads_same: d.reads,
-                    reads_shared_same: 0,
-                    writes_same: d.writes,
-                    reads_excl: 0,
-                    writes_excl: 0,
-                })
-                .collect();
-            for (i, q) in self.passes[..filter].iter().enumerate() {
-                cx.counts[i].events_in[0] += reads;
-                cx.counts[i].events_in[1] += writes;
-                q.inline_forwarded(&cx.state, cx.locals[i].as_mut(), &forwarded);
-            }
-        }
+        self.add_inline_forwards(cx, filter, drops);
         cx.counts[filter].saw_dropped(reads, writes);
         p.inline_dropped(&cx.state, cx.locals[filter].as_mut(), drops);
+    }
+
+    /// Account for accesses of `cx`'s thread that the chain's first `upto` passes
+    /// saw and forwarded without being called: their tests held inline
+    /// ([`Pass::forwards_inline`]) before a later pass's test dropped the access
+    /// ([`Chain::add_inline_drops`]) or before the access was delivered past them
+    /// ([`Chain::deliver_from`]). Each of them counts the accesses in and records
+    /// them through [`Pass::inline_forwarded`]. Must be called before the thread's
+    /// `ThreadEnd`.
+    pub fn add_inline_forwards(
+        &self,
+        cx: &mut ThreadCx,
+        upto: usize,
+        accesses: &[crate::pass::InlineDrops],
+    ) {
+        let upto = upto.min(self.passes.len());
+        if upto == 0 || accesses.is_empty() {
+            return;
+        }
+        let (reads, writes) = accesses
+            .iter()
+            .fold((0, 0), |(r, w), d| (r + d.reads, w + d.writes));
+        let forwarded: Vec<crate::pass::InlineChecks> = accesses
+            .iter()
+            .map(|d| crate::pass::InlineChecks {
+                site: d.site,
+                rep: d.rep,
+                elements: false,
+                reads_same: d.reads,
+                reads_shared_same: 0,
+                writes_same: d.writes,
+                reads_excl: 0,
+                writes_excl: 0,
+            })
+            .collect();
+        for (i, q) in self.passes[..upto].iter().enumerate() {
+            cx.counts[i].events_in[0] += reads;
+            cx.counts[i].events_in[1] += writes;
+            q.inline_forwarded(&cx.state, cx.locals[i].as_mut(), &forwarded);
+        }
     }
 
     /// The same-epoch test the producer may perform inline ([`Pass::inline_check`])

@@ -165,13 +165,19 @@ impl Hook {
     /// other pass wants them, [`Bridge::plain_accesses`]).
     #[inline]
     pub fn emit(&mut self, site: lang::ir::SiteId, kind: EventKind<'_>) {
+        self.emit_from(site, kind, 0);
+    }
+
+    /// [`Hook::emit`] of a plain access to the passes after the chain's first
+    /// `from`, inline filters whose tests held (`analyses::Chain::deliver_from`).
+    pub fn emit_from(&mut self, site: lang::ir::SiteId, kind: EventKind<'_>, from: usize) {
         if let Some(on) = &mut self.0 {
             if !on.bridge.plain_accesses
                 && matches!(kind, EventKind::Read { .. } | EventKind::Write { .. })
             {
                 return;
             }
-            on.deliver(site, kind);
+            on.deliver(site, kind, from);
         }
     }
 
@@ -224,6 +230,17 @@ impl Hook {
         }
     }
 
+    /// Account for the accesses the JIT delivered past the chain's first `upto`
+    /// passes, whose inline tests held (before the thread's `ThreadEnd`; see
+    /// `analyses::Chain::add_inline_forwards`).
+    pub fn add_inline_forwards(&mut self, upto: usize, accesses: &[InlineDrops]) {
+        if let Some(on) = &mut self.0 {
+            on.bridge
+                .chain
+                .add_inline_forwards(&mut on.cx, upto, accesses);
+        }
+    }
+
     /// Account for the accesses the JIT dropped inline with the test of pass
     /// `filter` (before the thread's `ThreadEnd`; see
     /// `analyses::Chain::add_inline_drops`).
@@ -253,6 +270,7 @@ impl Hook {
                     &mut on.cx,
                     site,
                     EventKind::VolatileRead { loc },
+                    0,
                 );
                 v
             }
@@ -278,7 +296,7 @@ impl Hook {
                 let _g = on.bridge.volatile_lock(loc);
                 heap::store_volatile(obj, word, v);
                 let kind = EventKind::VolatileWrite { loc, value };
-                deliver(&on.bridge, &mut on.cx, site, kind);
+                deliver(&on.bridge, &mut on.cx, site, kind, 0);
             }
             None => heap::store_volatile(obj, word, v),
         }
@@ -301,21 +319,27 @@ impl On {
 
     /// Deliver one event of the thread to the bridge's chain.
     #[inline]
-    fn deliver(&mut self, site: lang::ir::SiteId, kind: EventKind<'_>) {
+    fn deliver(&mut self, site: lang::ir::SiteId, kind: EventKind<'_>, from: usize) {
         self.sync_kept();
-        deliver(&self.bridge, &mut self.cx, site, kind);
+        deliver(&self.bridge, &mut self.cx, site, kind, from);
     }
 }
 
 /// Deliver one event of `cx`'s thread to the bridge's chain (its call context
 /// already current).
 #[inline]
-fn deliver(bridge: &Bridge, cx: &mut ThreadCx, site: lang::ir::SiteId, kind: EventKind<'_>) {
+fn deliver(
+    bridge: &Bridge,
+    cx: &mut ThreadCx,
+    site: lang::ir::SiteId,
+    kind: EventKind<'_>,
+    from: usize,
+) {
     let ev = Event {
         tid: cx.tid(),
         site: SiteId(site.0),
         index: 0,
         kind,
     };
-    bridge.chain.deliver(cx, &ev);
+    bridge.chain.deliver_from(cx, &ev, from);
 }

@@ -74,6 +74,11 @@ pub struct JitThread {
     /// `u64::MAX` when the chain does not take the context from the shadow stack.
     pub ctx_word: u64,
     pub ctx_depth: u64,
+    /// Set by generated code right before an access hook's call when the chain's
+    /// first `past_filters` passes (its inline filters) are known to forward the
+    /// access (their header tests held); the runtime function takes it and delivers
+    /// the access past them (`Hook::emit_from`). 0 otherwise.
+    pub past_filters: u64,
     // ---- Rust-only fields (never touched by generated code) ----
     pub rt: Arc<Runtime>,
     pub code: Arc<JitCode>,
@@ -99,6 +104,7 @@ pub const OFF_GUARD: i32 = offset_of!(JitThread, guard) as i32;
 pub const OFF_CAPSULE_CALLS: i32 = offset_of!(JitThread, capsule_calls) as i32;
 pub const OFF_CTX_WORD: i32 = offset_of!(JitThread, ctx_word) as i32;
 pub const OFF_CTX_DEPTH: i32 = offset_of!(JitThread, ctx_depth) as i32;
+pub const OFF_PAST_FILTERS: i32 = offset_of!(JitThread, past_filters) as i32;
 
 /// Words per entry of [`JitThread::inline_drops`] and the offset of each part: the
 /// accesses the first header filter dropped, the last object accessed inline, the
@@ -106,7 +112,7 @@ pub const OFF_CTX_DEPTH: i32 = offset_of!(JitThread, ctx_depth) as i32;
 /// in `INLINE_FAST` and read-shared-same-epoch in `INLINE_FAST_SHARED`; a write site
 /// write-same-epoch in `INLINE_FAST`), and the accesses the second header filter
 /// dropped ([`inline_count`]).
-pub const INLINE_WORDS: usize = 6;
+pub const INLINE_WORDS: usize = 7;
 pub const INLINE_COUNT: usize = 0;
 pub const INLINE_OBJ: usize = 1;
 pub const INLINE_FAST: usize = 2;
@@ -114,6 +120,9 @@ pub const INLINE_FAST_SHARED: usize = 3;
 /// The accesses decided by the inline exclusive rules (read exclusive at a read
 /// site, write exclusive at a write site).
 pub const INLINE_EXCL: usize = 5;
+/// The accesses delivered past the chain's inline filters after all their tests held
+/// and the detector's inline check did not decide them (`JitThread::past_filters`).
+pub const INLINE_PAST: usize = 6;
 
 /// The part of an entry counting the accesses header filter `filter` dropped
 /// (`JitOptions::inline_filters`; at most `analyses::Chain::MAX_INLINE_FILTERS`).
@@ -156,6 +165,7 @@ impl JitThread {
             capsule_calls: 0,
             ctx_word: 0,
             ctx_depth: u64::MAX,
+            past_filters: 0,
             seeded: rt.seeded,
             rt,
             code,
@@ -169,33 +179,44 @@ impl JitThread {
     /// The accesses this thread's code dropped inline so far, per header filter and
     /// site (sorted), with the last object each site accessed; the counters are reset.
     pub fn take_inline_drops(&mut self) -> Vec<Vec<InlineDrops>> {
-        let mut per_filter = Vec::new();
-        for filter in 0..analyses::Chain::MAX_INLINE_FILTERS {
-            let mut by_site: BTreeMap<u32, InlineDrops> = BTreeMap::new();
-            for (i, s) in self.code.inline_sites.iter().enumerate() {
-                let w = &mut self.inline_buf[i * INLINE_WORDS..(i + 1) * INLINE_WORDS];
-                let n = std::mem::take(&mut w[inline_count(filter)]);
-                if n == 0 {
-                    continue;
-                }
-                let d = by_site.entry(s.site.0).or_insert(InlineDrops {
-                    site: analyses::SiteId(s.site.0),
-                    rep: Loc {
-                        obj: ObjId(w[INLINE_OBJ]),
-                        slot: s.slot,
-                    },
-                    reads: 0,
-                    writes: 0,
-                });
-                if s.is_write {
-                    d.writes += n;
-                } else {
-                    d.reads += n;
-                }
+        (0..analyses::Chain::MAX_INLINE_FILTERS)
+            .map(|filter| self.take_inline_counts(inline_count(filter)))
+            .collect()
+    }
+
+    /// The accesses this thread's code delivered past the chain's inline filters
+    /// after all their tests held (`INLINE_PAST`), per site (sorted), with the last
+    /// object each site accessed; the counters are reset.
+    pub fn take_inline_past(&mut self) -> Vec<InlineDrops> {
+        self.take_inline_counts(INLINE_PAST)
+    }
+
+    /// Part `part` of every site's inline counters, per site (sorted), as reads and
+    /// writes with the last object each site accessed; the counters are reset.
+    fn take_inline_counts(&mut self, part: usize) -> Vec<InlineDrops> {
+        let mut by_site: BTreeMap<u32, InlineDrops> = BTreeMap::new();
+        for (i, s) in self.code.inline_sites.iter().enumerate() {
+            let w = &mut self.inline_buf[i * INLINE_WORDS..(i + 1) * INLINE_WORDS];
+            let n = std::mem::take(&mut w[part]);
+            if n == 0 {
+                continue;
             }
-            per_filter.push(by_site.into_values().collect());
+            let d = by_site.entry(s.site.0).or_insert(InlineDrops {
+                site: analyses::SiteId(s.site.0),
+                rep: Loc {
+                    obj: ObjId(w[INLINE_OBJ]),
+                    slot: s.slot,
+                },
+                reads: 0,
+                writes: 0,
+            });
+            if s.is_write {
+                d.writes += n;
+            } else {
+                d.reads += n;
+            }
         }
-        per_filter
+        by_site.into_values().collect()
     }
 
     /// The accesses this thread's code decided with the inline same-epoch check so

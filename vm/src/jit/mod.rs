@@ -470,6 +470,11 @@ fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
     let excl: u64 = checks.iter().map(|c| c.reads_excl + c.writes_excl).sum();
     t.code.inline_exclusive.fetch_add(excl, Ordering::Relaxed);
     t.hook.add_inline_checks(&checks);
+    // The accesses delivered past the inline filters: those filters saw and forwarded
+    // them, accounted like the inline checks' share of the filters.
+    let past = t.take_inline_past();
+    let filters = t.code.options.inline_filters.len();
+    t.hook.add_inline_forwards(filters, &past);
     if t.failed == 0 {
         // The accesses dropped inline, accounted before `ThreadEnd` merges the counts.
         for (filter, drops) in t.take_inline_drops().into_iter().enumerate() {

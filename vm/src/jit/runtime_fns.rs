@@ -483,7 +483,8 @@ extern "C" fn jit_ev_read(t: *mut JitThread, o: u64, slot: u64, s: u64) {
             obj: ObjId(o),
             slot: slot as u32,
         };
-        t.hook.emit(site(s), EventKind::Read { loc });
+        let from = std::mem::take(&mut t.past_filters) as usize;
+        t.hook.emit_from(site(s), EventKind::Read { loc }, from);
     });
 }
 
@@ -522,7 +523,9 @@ extern "C" fn jit_ev_write(t: *mut JitThread, o: u64, slot: u64, v: u64, is_ref:
             slot: slot as u32,
         };
         let value = ref_value(is_ref != 0, v);
-        t.hook.emit(site(s), EventKind::Write { loc, value });
+        let from = std::mem::take(&mut t.past_filters) as usize;
+        t.hook
+            .emit_from(site(s), EventKind::Write { loc, value }, from);
     });
 }
 
@@ -531,7 +534,8 @@ extern "C" fn jit_ev_write(t: *mut JitThread, o: u64, slot: u64, v: u64, is_ref:
 extern "C" fn jit_ev_array_write(t: *mut JitThread, a: u64, i: u64, v: u64, s: u64) {
     hook(t, |t| {
         let ev = rtops::element_write(&t.rt.image, a, i, v);
-        t.hook.emit(site(s), ev);
+        let from = std::mem::take(&mut t.past_filters) as usize;
+        t.hook.emit_from(site(s), ev, from);
     });
 }
 

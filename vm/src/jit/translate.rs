@@ -27,10 +27,10 @@ use crate::interp::block_site;
 use crate::layout;
 
 use super::abi::{
-    INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_WORDS, OFF_ABORT,
+    INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_PAST, INLINE_WORDS, OFF_ABORT,
     OFF_CAPSULE_CALLS, OFF_CTX_DEPTH, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FRAMES,
-    OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_STEPS, OFF_TID,
-    inline_count, pack_frame,
+    OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_PAST_FILTERS,
+    OFF_STEPS, OFF_TID, inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -548,12 +548,32 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.b.switch_to_block(pass);
             }
         }
+        // Past every filter's test, a miss of the detector's check is delivered to
+        // the passes after the filters (`Chain::deliver_from`): they would forward it
+        // with nothing but what `Pass::inline_forwarded` records, from the count
+        // `INLINE_PAST`.
+        let past = check.filter(|c| c.behind_filter).map(|_| {
+            let past = self.b.create_block();
+            self.b.set_cold_block(call);
+            past
+        });
         if let Some(c) = check {
-            self.same_epoch_check(c, obj, args[1], write.is_some(), site, entry, call, cont);
+            let miss = past.unwrap_or(call);
+            self.same_epoch_check(c, obj, args[1], write.is_some(), site, entry, miss, cont);
         }
         self.b.switch_to_block(call);
         self.call_rt(rt, args);
         self.b.ins().jump(cont, &[]);
+        if let Some(past) = past {
+            self.b.switch_to_block(past);
+            self.count_inline(entry, INLINE_PAST, obj);
+            let k = self.iconst(tests.len() as i64);
+            self.b
+                .ins()
+                .store(MemFlagsData::trusted(), k, self.ctx, OFF_PAST_FILTERS);
+            self.call_rt(rt, args);
+            self.b.ins().jump(cont, &[]);
+        }
         self.b.switch_to_block(cont);
     }
 
