@@ -704,14 +704,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         if is_write {
             let wv = self.b.ins().load(I64, m, cell, FASTTRACK_W_OFF);
             let same = self.b.ins().icmp(IntCC::Equal, wv, e);
-            if c.exclusive {
-                let other = self.b.create_block();
-                self.b.ins().brif(same, hit, &[], other, &[]);
-                self.b.switch_to_block(other);
-                self.exclusive_rule(&excl, wv, true);
-            } else {
-                self.b.ins().brif(same, hit, &[], call, &[]);
-            }
+            self.else_exclusive(c.exclusive.then_some(&excl), same, hit, call, wv, true);
         } else {
             let rv = self.b.ins().load(I64, m, cell, FASTTRACK_R_OFF);
             let same = self.b.ins().icmp(IntCC::Equal, rv, e);
@@ -722,14 +715,14 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.switch_to_block(not_same);
             let tagged = self.b.ins().band_imm_s(rv, TAG as i64);
             let shared = self.b.create_block();
-            if c.exclusive {
-                let untagged = self.b.create_block();
-                self.b.ins().brif(tagged, shared, &[], untagged, &[]);
-                self.b.switch_to_block(untagged);
-                self.exclusive_rule(&excl, rv, false);
-            } else {
-                self.b.ins().brif(tagged, shared, &[], call, &[]);
-            }
+            self.else_exclusive(
+                c.exclusive.then_some(&excl),
+                tagged,
+                shared,
+                call,
+                rv,
+                false,
+            );
             self.b.switch_to_block(shared);
             let tid = self.b.ins().ushr_imm_u(e, 32);
             let r_t = self.tagged_entry(rv, TAG, tid, types::I32, call);
@@ -746,6 +739,27 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.count_inline(entry, INLINE_FAST, obj);
         self.count_guarded(guard);
         self.b.ins().jump(cont, &[]);
+    }
+
+    /// Branch to `yes` if `cond`; otherwise to the exclusive rule on the loaded word
+    /// `first` when the check applies it (`at`), or else to `call`.
+    fn else_exclusive(
+        &mut self,
+        at: Option<&ExclusiveAt>,
+        cond: Value,
+        yes: ir::Block,
+        call: ir::Block,
+        first: Value,
+        is_write: bool,
+    ) {
+        let Some(at) = at else {
+            self.b.ins().brif(cond, yes, &[], call, &[]);
+            return;
+        };
+        let other = self.b.create_block();
+        self.b.ins().brif(cond, yes, &[], other, &[]);
+        self.b.switch_to_block(other);
+        self.exclusive_rule(at, first, is_write);
     }
 
     /// FT2's [read exclusive] or [write exclusive] rule on `at.cell`, in the case
