@@ -115,7 +115,10 @@ impl Chain {
         let mut ctx = t.frame_ctxs.last().copied().unwrap_or(CtxId::ROOT);
         for &w in &frames[keep..] {
             let (method, site) = crate::ctx::unpack_frame(w);
-            ctx = self.shared.ctxs.child(ctx, method, site);
+            ctx = self
+                .shared
+                .ctxs
+                .child_cached(&mut t.ctx_cache, ctx, method, site);
             t.frame_ctxs.push(ctx);
             t.frame_words.push(w);
         }
@@ -303,13 +306,15 @@ impl Chain {
                 }
             }
             EventKind::Enter { method, .. } => {
-                t.ctx_stack.push(t.ctx);
-                t.ctx = self.shared.ctxs.child(t.ctx, method, ev.site);
+                t.ctx_stack.push((t.ctx, t.method));
+                t.ctx = self
+                    .shared
+                    .ctxs
+                    .child_cached(&mut t.ctx_cache, t.ctx, method, ev.site);
                 t.method = Some(method);
             }
             EventKind::Exit { .. } => {
-                t.ctx = t.ctx_stack.pop().unwrap_or_default();
-                t.method = self.shared.ctxs.method_of(t.ctx);
+                (t.ctx, t.method) = t.ctx_stack.pop().unwrap_or_default();
             }
             _ => self.shared.clocks.apply(t, ev),
         }

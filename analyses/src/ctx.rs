@@ -47,6 +47,11 @@ pub struct Frame {
     pub call_site: SiteId,
 }
 
+/// One thread's contexts interned so far, by (parent, packed frame): see
+/// [`CtxTree::child_cached`].
+#[derive(Debug, Default)]
+pub struct CtxCache(HashMap<(CtxId, u64), CtxId>);
+
 #[derive(Default)]
 pub struct CtxTree {
     nodes: RwLock<Vec<Node>>,
@@ -79,6 +84,24 @@ impl CtxTree {
         });
         index.insert((parent, method, call_site), id);
         id
+    }
+
+    /// [`CtxTree::child`] through a thread's own cache of the contexts it has
+    /// interned: a context never changes once interned, so a thread that calls the
+    /// same method from the same site in the same context again (every call in a
+    /// loop) finds it without the tree's lock, which threads would contend for.
+    #[inline]
+    pub fn child_cached(
+        &self,
+        cache: &mut CtxCache,
+        parent: CtxId,
+        method: MethodId,
+        call_site: SiteId,
+    ) -> CtxId {
+        *cache
+            .0
+            .entry((parent, pack_frame(method, call_site)))
+            .or_insert_with(|| self.child(parent, method, call_site))
     }
 
     /// The innermost method of a context (None for the empty stack).

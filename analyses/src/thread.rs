@@ -1,6 +1,6 @@
 //! Per-thread state kept by the chain and shown to every pass.
 
-use crate::ctx::CtxId;
+use crate::ctx::{CtxCache, CtxId};
 use crate::event::{MethodId, ObjId, Tid};
 use crate::vc::{Epoch, VectorClock};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,8 +18,10 @@ pub struct ThreadState {
     pub held: Vec<ObjId>,
     /// The current call stack, interned (see [`crate::ctx::CtxTree`]).
     pub ctx: CtxId,
-    /// Stack of contexts for method exit.
-    pub(crate) ctx_stack: Vec<CtxId>,
+    /// Stack of contexts and running methods for method exit.
+    pub(crate) ctx_stack: Vec<(CtxId, Option<MethodId>)>,
+    /// The contexts this thread has interned (no shared lock per call).
+    pub(crate) ctx_cache: CtxCache,
     /// With [`crate::Chain::sync_frames`]: the context of each prefix of the stack
     /// last handed over (entry `i`: the outermost `i + 1` frames).
     pub(crate) frame_ctxs: Vec<CtxId>,
@@ -40,6 +42,7 @@ impl ThreadState {
             held: Vec::new(),
             ctx: CtxId::ROOT,
             ctx_stack: Vec::new(),
+            ctx_cache: CtxCache::default(),
             frame_ctxs: Vec::new(),
             frame_words: Vec::new(),
             stack_synced: false,

@@ -284,7 +284,7 @@ impl Guest<'_> {
     /// `new C`: scheduling point, allocation, constant field initialisers, `Alloc`.
     pub fn new_object(&mut self, class: ClassId, site: SiteId) -> Result<u64, Stop> {
         self.point()?;
-        let rt = self.rt.clone();
+        let rt = self.rt;
         let c = rt.image.program.class(class);
         let words = layout::FIELD0 + c.fields.len();
         let o = rt
@@ -313,7 +313,7 @@ impl Guest<'_> {
     }
 
     fn alloc_array(&mut self, elem: &Type, dims: &[i64], site: SiteId) -> Result<u64, Stop> {
-        let rt = self.rt.clone();
+        let rt = self.rt;
         let img = &rt.image;
         let id = img.array_type_id(&Type::Array(Box::new(elem.clone())));
         let len = dims[0] as u64;
@@ -344,7 +344,7 @@ impl Guest<'_> {
             return Err(self.fail(ErrorKind::IllegalBarrierSize, format!("{n} parties"), site));
         }
         self.point()?;
-        let rt = self.rt.clone();
+        let rt = self.rt;
         let b = rt
             .image
             .heap
@@ -357,7 +357,7 @@ impl Guest<'_> {
 
     /// Acquire `obj`'s monitor (blocking); `Acquire` for the outermost level only.
     pub fn monitor_enter(&mut self, obj: u64, site: SiteId) -> Result<(), Stop> {
-        let rt = self.rt.clone();
+        let rt = self.rt;
         let stack = self.stack;
         let outer = sync::acquire(
             &rt.image.heap,
@@ -458,7 +458,7 @@ impl Guest<'_> {
             return Err(self.null("await on a null barrier", site));
         }
         self.point()?;
-        let rt = self.rt.clone();
+        let rt = self.rt;
         let stack = self.stack;
         let hook = &mut *self.hook;
         let mut enter = |generation: u64, parties: u32| {
@@ -489,7 +489,7 @@ impl Guest<'_> {
     /// `Hook::frame_events_of`), acquire (synchronized), begin. Returns the monitor held until the epilogue
     /// (0 = none).
     pub fn enter_method(&mut self, f: FuncId, params: &[u64], site: SiteId) -> Result<u64, Stop> {
-        let rt = self.rt.clone();
+        let rt = self.rt;
         let func = rt.image.program.func(f);
         // `Enter` comes before the monitor's `Acquire` (and `Exit` after its
         // `Release`): the method holds its monitor, so both events carry its frame,
@@ -543,7 +543,7 @@ impl Guest<'_> {
         lock: u64,
         site: SiteId,
     ) -> Result<(), Stop> {
-        let rt = self.rt.clone();
+        let rt = self.rt;
         let func = rt.image.program.func(f);
         if self.hook.is_on() {
             for (on, spec) in [
@@ -594,7 +594,7 @@ impl Guest<'_> {
         site: SiteId,
         body: impl FnOnce(Tid, Vec<u64>, Hook) + Send + 'static,
     ) -> Result<u64, Stop> {
-        let rt = self.rt.clone();
+        let rt = self.rt;
         let prog = &rt.image.program;
         let callee = prog.func(f);
         let is_method = callee.kind != FuncKind::Static;

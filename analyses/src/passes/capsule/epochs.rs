@@ -46,9 +46,15 @@ pub enum SyncError {
     Unordered(Mark),
 }
 
+/// One shard, on cache lines of its own: threads calling different capsules take
+/// different shards, and must not contend for a line they share by accident.
+#[repr(align(128))]
+#[derive(Default)]
+struct Shard(Mutex<HashMap<ObjId, CapEpoch>>);
+
 #[derive(Default)]
 pub struct EpochTable {
-    shards: [Mutex<HashMap<ObjId, CapEpoch>>; SHARDS],
+    shards: [Shard; SHARDS],
 }
 
 fn shard(k: ObjId) -> usize {
@@ -65,7 +71,7 @@ impl EpochTable {
     /// not happen before `t`'s clock; otherwise `t` is inside. `Ok(true)` if this call
     /// now holds the capsule, `Ok(false)` if `t` was already inside (an outer call).
     pub fn enter(&self, k: ObjId, t: &ThreadState, at: Mark) -> Result<bool, SyncError> {
-        let mut s = self.shards[shard(k)].lock();
+        let mut s = self.shards[shard(k)].0.lock();
         let e = s.entry(k).or_default();
         if let Some(o) = e.occupant {
             return if o.tid == t.tid {
@@ -86,7 +92,7 @@ impl EpochTable {
 
     /// Exit of the call that holds `k` (`exitCap`): record `C_t[t]@t`.
     pub fn exit(&self, k: ObjId, t: &ThreadState, at: Mark) {
-        let mut s = self.shards[shard(k)].lock();
+        let mut s = self.shards[shard(k)].0.lock();
         let e = s.entry(k).or_default();
         e.occupant = None;
         e.last_exit = Some((t.epoch(), at));
@@ -94,11 +100,11 @@ impl EpochTable {
 
     /// Where a thread last got inside the capsule (for encapsulation reports).
     pub fn last_entry(&self, k: ObjId) -> Option<Mark> {
-        self.shards[shard(k)].lock().get(&k)?.last_entry
+        self.shards[shard(k)].0.lock().get(&k)?.last_entry
     }
 
     /// A new object at `k` (address reuse): forget the old state.
     pub fn reset(&self, k: ObjId) {
-        self.shards[shard(k)].lock().remove(&k);
+        self.shards[shard(k)].0.lock().remove(&k);
     }
 }
