@@ -281,6 +281,80 @@ impl CfCell {
     }
 }
 
+/// One plain access of a location's sole accessor, as [`CfCell::sole`] hands it
+/// out and [`CfCell::set_sole`] takes it back: its clock, site and call context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Own {
+    pub clock: NonZeroU32,
+    pub site: SiteId,
+    pub ctx: CtxId,
+}
+
+impl Own {
+    fn of(s: &Stored, op: u64) -> Option<Own> {
+        (s.event_op == op).then_some(Own {
+            clock: s.clock,
+            site: s.site,
+            ctx: s.ctx,
+        })
+    }
+
+    fn stored(self, tid: Tid, op: u64) -> Stored {
+        Stored {
+            tid,
+            clock: self.clock,
+            site: self.site,
+            ctx: self.ctx,
+            event_op: op,
+        }
+    }
+}
+
+/// [`Stored::event_op`] of a plain read and a plain write without a trace line.
+const PLAIN_READ: u64 = 0;
+const PLAIN_WRITE: u64 = 1;
+
+impl CfCell {
+    /// If the cell holds state of `tx` only, and all of it is plain accesses of `t`
+    /// without a trace line: `t`'s last write and its last read since (the state a
+    /// sole accessor's later accesses only replace, see [`CfCell::set_sole`]).
+    pub fn sole(&self, tx: &Arc<CfTx>, t: Tid) -> Option<(Option<Own>, Option<Own>)> {
+        let mut vars = self.vars.iter();
+        let st = vars.next().filter(|v| Arc::ptr_eq(&v.tx, tx))?;
+        if vars.next().is_some() {
+            return None;
+        }
+        let write = match st.write {
+            Some(w) if w.tid == t => Some(Own::of(&w, PLAIN_WRITE)?),
+            Some(_) => return None,
+            None => None,
+        };
+        let mut reads = st.reads.iter();
+        let read = match reads.next() {
+            Some(r) if r.tid == t => Some(Own::of(r, PLAIN_READ)?),
+            Some(_) => return None,
+            None => None,
+        };
+        if reads.next().is_some() {
+            return None;
+        }
+        Some((write, read))
+    }
+
+    /// Replace the state [`CfCell::sole`] handed out by `t`'s last write and its last
+    /// read since: what [`CfCell::access`] leaves after any sequence of `t`'s plain
+    /// accesses in the same transaction (none of them can conflict, every earlier
+    /// entry being `t`'s own).
+    pub fn set_sole(&mut self, t: Tid, write: Option<Own>, read: Option<Own>) {
+        let st = self.vars.iter_mut().next().expect("the sole transaction");
+        st.write = write.map(|w| w.stored(t, PLAIN_WRITE));
+        st.reads.clear();
+        if let Some(r) = read {
+            st.reads.push(r.stored(t, PLAIN_READ));
+        }
+    }
+}
+
 impl Cf {
     pub fn new() -> Self {
         Self::default()

@@ -55,8 +55,8 @@
 //! them (the producer's guarantee, `crate::chain`): each interleaving is the
 //! sequential processing of some trace consistent with the run. Memory: per location
 //! one cell (entries of finished transactions dropped at the next access) and one
-//! stamp (plus a word per thread where reads are shared), per live transaction a
-//! graph node.
+//! stamp (plus a word per thread where reads are shared, and a [`Sole`] entry where
+//! a thread owned it), per live transaction a graph node.
 //!
 //! **Same epoch.** Per location a stamp (one word, in its own table) names the
 //! access that left the cell as it is: `clock << 32 | tid << 1 | write` for an access
@@ -85,6 +85,24 @@
 //! then ordered before that access, whose checks already saw its earlier read) or 0
 //! (it takes the lock). Words replaced by larger ones stay allocated until the pass is
 //! dropped.
+//!
+//! **Sole accessor.** A location that, inside one transaction, only one thread
+//! touches (each point of a grid its owner updates after every barrier) would
+//! take the cell's lock at every new epoch of that thread, only to replace the
+//! thread's own entries: its accesses cannot conflict with entries that are all
+//! its own, and their graph sources are its own node. So when a plain access
+//! (no trace line) of `t` inside a transaction leaves the cell with nothing but
+//! `t`'s plain accesses of that transaction (a write and a read since, at most),
+//! its node as the writer and only reader, and the stamp `t`'s own, `t` becomes
+//! the location's sole accessor ([`Sole`], a 32-byte entry of its own table):
+//! `t`'s later plain accesses in the same transaction — the stamp, which only
+//! the owner moves, still `t`'s at a clock of this transaction — replace the
+//! pending write (dropping the read) or read there and move the stamp, under the
+//! entry's lock, without the cell. Any other access (another thread, a volatile,
+//! outside the transaction, a trace line) takes the cell's lock, gives the cell
+//! the pending entries — exactly what the cell would hold had `t`'s accesses gone
+//! through it — and ends the ownership (lock order: cell, then entry). Counted as
+//! checks like any access inside a transaction.
 //!
 //! **Idle.** A thread outside every transaction, while no graph node is live
 //! ([`Liveness::none_live`]), skips the cell: conflict freedom ignores the access,
@@ -118,7 +136,7 @@ use crate::txgraph::{NodeId, TxHb, TxMode, Violation};
 
 use super::shadow::PageTable;
 use crate::spin::SpinCell;
-use cf::{Cf, CfAccess, CfCell, CfConflict, CfView, Target};
+use cf::{Cf, CfAccess, CfCell, CfConflict, CfView, Own, Target};
 use small::Small;
 
 pub const NAME: &str = "singletrack";
@@ -236,6 +254,10 @@ struct ThreadCopy {
     cf: CfView,
     inside: bool,
     last: Option<NodeId>,
+    /// The thread's conflict-freedom clock when it entered its current transaction
+    /// (clocks only grow, and `begin` ticks: a stamp of the thread at this clock or
+    /// later was made in this transaction).
+    tx_lo: crate::vc::Clock,
     /// Read by generated code ([`InlineGuard::Stamp`]).
     guard: GuardWords,
 }
@@ -262,6 +284,7 @@ impl Default for ThreadCopy {
             cf: CfView::default(),
             inside: false,
             last: None,
+            tx_lo: 0,
             guard: GuardWords {
                 word: AtomicU64::new(GUARD_OUTSIDE),
                 idle: AtomicU64::new(0),
@@ -297,6 +320,70 @@ fn inside_word(tid: Tid, clock: crate::vc::Clock) -> u64 {
 #[derive(Default)]
 struct Checks(AtomicU64);
 
+/// A location that one thread owns inside its transaction ("Sole accessor" in the
+/// module doc): that thread's last plain write and its last plain read since, which
+/// the location's [`Cell`] does not show yet. One line holds two.
+#[repr(C, align(32))]
+#[derive(Default)]
+struct Sole {
+    /// 0, or the owner `(tid + 1) << 1`, with [`SOLE_LOCK`] while a thread changes
+    /// the other words.
+    owner: AtomicU64,
+    /// The clocks of the write and of the read: `write << 32 | read` (0: none).
+    clocks: AtomicU64,
+    /// Their sites and call contexts, `site | ctx << 32`.
+    w_site: AtomicU64,
+    r_site: AtomicU64,
+}
+
+const SOLE_LOCK: u64 = 1;
+
+fn sole_owner(t: Tid) -> u64 {
+    (u64::from(t) + 1) << 1
+}
+
+fn pack_own(o: Option<Own>) -> (u64, u64) {
+    o.map_or((0, 0), |o| {
+        (
+            u64::from(o.clock.get()),
+            u64::from(o.site.0) | u64::from(o.ctx.0) << 32,
+        )
+    })
+}
+
+fn unpack_own(clock: u64, site: u64) -> Option<Own> {
+    Some(Own {
+        clock: std::num::NonZeroU32::new(clock as u32)?,
+        site: crate::event::SiteId(site as u32),
+        ctx: crate::ctx::CtxId((site >> 32) as u32),
+    })
+}
+
+impl Sole {
+    /// Take the lock whoever owns the location (the caller holds its cell's lock,
+    /// so the owner cannot change but by this thread); returns the owner's word.
+    fn lock(&self) -> u64 {
+        let mut spins = 0u32;
+        loop {
+            let o = self.owner.load(Relaxed);
+            if o & SOLE_LOCK == 0 {
+                if self
+                    .owner
+                    .compare_exchange_weak(o, o | SOLE_LOCK, Acquire, Relaxed)
+                    .is_ok()
+                {
+                    return o;
+                }
+            } else if spins < 64 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
 pub struct SingleTrack {
     shared: Arc<Shared>,
     state: Mutex<State>,
@@ -309,6 +396,9 @@ pub struct SingleTrack {
     /// Per location, its read words once shared (a leaf only where some location
     /// was read by two threads of a transaction in a row).
     reads: PageTable<ReadSlot>,
+    /// Per location, its sole accessor's pending state (a leaf only where some
+    /// location had one).
+    sole: PageTable<Sole>,
     /// Read words replaced by larger ones: a thread may still read them through a
     /// stamp it loaded before, so they live as long as the pass.
     retired: Mutex<Vec<ReadWords>>,
@@ -342,6 +432,7 @@ impl SingleTrack {
             live,
             checks: PageTable::default(),
             reads: PageTable::default(),
+            sole: PageTable::default(),
             retired: Mutex::new(Vec::new()),
         }
     }
@@ -398,7 +489,11 @@ impl SingleTrack {
 
     /// Refresh `t`'s copy from the shared state (the caller holds the mutex).
     fn refresh(st: &mut State, t: Tid, copy: &mut ThreadCopy) {
+        let before = copy.cf.tx.as_ref().map(Arc::as_ptr);
         copy.cf = st.cf.view(t);
+        if copy.cf.tx.as_ref().map(Arc::as_ptr) != before {
+            copy.tx_lo = copy.cf.vc.get(t);
+        }
         (copy.inside, copy.last) = st.xs.thread_view(t);
         copy.synced = true;
         Self::set_word(t, copy);
@@ -472,6 +567,92 @@ impl SingleTrack {
         r.tagged()
     }
 
+    /// A plain access of the location's sole accessor `t` (see the module doc),
+    /// whose guard word is `word`: replaces its pending write, or its read, and
+    /// moves the stamp as [`SingleTrack::next_stamp`] would. False if `t` does not
+    /// own the location (any more).
+    fn sole_access(
+        sole: &Sole,
+        t: &ThreadState,
+        word: u64,
+        write: bool,
+        site: crate::event::SiteId,
+        stamp: &AtomicU64,
+    ) -> bool {
+        let own = sole_owner(t.tid);
+        if sole.owner.load(Relaxed) != own
+            || sole
+                .owner
+                .compare_exchange(own, own | SOLE_LOCK, Acquire, Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        let clock = word >> 32;
+        let packed = u64::from(site.0) | u64::from(t.ctx.0) << 32;
+        if write {
+            // A write drops the reads before it.
+            sole.w_site.store(packed, Relaxed);
+            sole.clocks.store(clock << 32, Relaxed);
+        } else {
+            sole.r_site.store(packed, Relaxed);
+            let w = sole.clocks.load(Relaxed) & !u64::from(u32::MAX);
+            sole.clocks.store(w | clock, Relaxed);
+        }
+        stamp.store(word + u64::from(write), Release);
+        sole.owner.store(own, Release);
+        true
+    }
+
+    /// Give the cell its sole accessor's pending state and end the ownership (the
+    /// caller holds the cell's lock).
+    fn fold_sole(c: &mut Cell, sole: &Sole) {
+        if sole.owner.load(Relaxed) == 0 {
+            return;
+        }
+        let o = sole.lock();
+        let t = ((o >> 1) - 1) as Tid;
+        let clocks = sole.clocks.load(Relaxed);
+        let write = unpack_own(clocks >> 32, sole.w_site.load(Relaxed));
+        let read = unpack_own(clocks & u64::from(u32::MAX), sole.r_site.load(Relaxed));
+        c.cf.set_sole(t, write, read);
+        // The writer stays the transaction's node; a read since the write is its
+        // thread's, in that node too.
+        c.readers.clear();
+        if read.is_some() {
+            let n = c.writer.expect("a sole accessor's location has a writer");
+            c.readers.push((t, n));
+        }
+        sole.owner.store(0, Release);
+    }
+
+    /// After a plain access of `t` inside its transaction, which left the stamp
+    /// `t`'s own and ran in node `target`: make `t` the location's sole accessor if
+    /// the cell holds nothing but `t`'s accesses in that transaction, and its node
+    /// is the location's writer and only reader (the caller holds the cell's lock).
+    fn claim_sole(&self, c: &Cell, loc: Loc, t: Tid, copy: &ThreadCopy, target: Option<NodeId>) {
+        let Some(tx) = &copy.cf.tx else { return };
+        if target.is_none()
+            || target != copy.last
+            || c.writer != target
+            || c.readers.iter().any(|&(u, n)| u != t || Some(n) != target)
+        {
+            return;
+        }
+        let Some((write, read)) = c.cf.sole(tx, t) else {
+            return;
+        };
+        if read.is_some() == c.readers.iter().next().is_none() {
+            return;
+        }
+        let sole = self.sole.get(loc.key());
+        let ((wc, ws), (rc, rs)) = (pack_own(write), pack_own(read));
+        sole.w_site.store(ws, Relaxed);
+        sole.r_site.store(rs, Relaxed);
+        sole.clocks.store(wc << 32 | rc, Relaxed);
+        sole.owner.store(sole_owner(t), Release);
+    }
+
     /// A read or write of `loc` (plain or volatile) by `t`.
     fn var_access(&self, t: &ThreadState, copy: &mut ThreadCopy, ev: &Event<'_>, loc: Loc) {
         let write = matches!(
@@ -503,6 +684,22 @@ impl SingleTrack {
             self.count_checks(t.tid, 1);
             return;
         }
+        // Sole accessor: the location's pending state is this thread's, from this
+        // transaction (its stamp, which only the owner moves, is the thread's own
+        // at a clock of this transaction).
+        let plain = matches!(ev.kind, EventKind::Read { .. } | EventKind::Write { .. });
+        if plain
+            && ev.index == 0
+            && word < MIXED
+            && is_stamp(s)
+            && stamp_tid(s) == t.tid
+            && (s >> 32) as u32 >= copy.tx_lo
+            && let Some(sole) = self.sole.peek(loc.key())
+            && Self::sole_access(sole, t, word, write, ev.site, stamp)
+        {
+            self.count_checks(t.tid, 1);
+            return;
+        }
         let cur = CfAccess {
             tid: t.tid,
             clock: copy.cf.vc.get(t.tid),
@@ -513,6 +710,9 @@ impl SingleTrack {
         };
         let (conflict, cycles) = {
             let c = &mut *self.cells.get(loc.key()).lock();
+            if let Some(sole) = self.sole.peek(loc.key()) {
+                Self::fold_sole(c, sole);
+            }
             let (checked, conflict) = c.cf.access(&copy.cf, loc, write, cur);
             if checked {
                 self.count_checks(t.tid, 1);
@@ -547,6 +747,9 @@ impl SingleTrack {
             // cell as it is (0 when no same-epoch rule may follow it).
             let word = copy.guard.word.load(Relaxed);
             let s = self.next_stamp(loc, stamp.load(Relaxed), word, write);
+            if plain && ev.index == 0 && word < MIXED && s & !1 == word {
+                self.claim_sole(c, loc, t.tid, copy, target);
+            }
             stamp.store(s, Release);
             (conflict, cycles)
         };
