@@ -93,7 +93,9 @@
 //! its own, and their graph sources are its own node. So when a plain access
 //! (no trace line) of `t` inside a transaction leaves the cell with nothing but
 //! `t`'s plain accesses of that transaction (a write and a read since, at most),
-//! its node as the writer and only reader, and the stamp `t`'s own, `t` becomes
+//! its node as the writer and only reader, and the stamp `t`'s own before and
+//! after (so `t` came back to the location in a later epoch: most objects
+//! allocated in a transaction are touched in one epoch only), `t` becomes
 //! the location's sole accessor ([`Sole`], a 32-byte entry of its own table):
 //! `t`'s later plain accesses in the same transaction — the stamp, which only
 //! the owner moves, still `t`'s at a clock of this transaction — replace the
@@ -567,6 +569,11 @@ impl SingleTrack {
         r.tagged()
     }
 
+    /// Whether `stamp` is an access of `t` itself in its current transaction.
+    fn own_earlier(stamp: u64, t: Tid, copy: &ThreadCopy) -> bool {
+        is_stamp(stamp) && stamp != 0 && stamp_tid(stamp) == t && (stamp >> 32) as u32 >= copy.tx_lo
+    }
+
     /// A plain access of the location's sole accessor `t` (see the module doc),
     /// whose guard word is `word`: replaces its pending write, or its read, and
     /// moves the stamp as [`SingleTrack::next_stamp`] would. False if `t` does not
@@ -691,9 +698,7 @@ impl SingleTrack {
         if plain
             && ev.index == 0
             && word < MIXED
-            && is_stamp(s)
-            && stamp_tid(s) == t.tid
-            && (s >> 32) as u32 >= copy.tx_lo
+            && Self::own_earlier(s, t.tid, copy)
             && let Some(sole) = self.sole.peek(loc.key())
             && Self::sole_access(sole, t, word, write, ev.site, stamp)
         {
@@ -746,8 +751,18 @@ impl SingleTrack {
             // Under the cell's lock, so the stamp names the access that left the
             // cell as it is (0 when no same-epoch rule may follow it).
             let word = copy.guard.word.load(Relaxed);
-            let s = self.next_stamp(loc, stamp.load(Relaxed), word, write);
-            if plain && ev.index == 0 && word < MIXED && s & !1 == word {
+            let prev = stamp.load(Relaxed);
+            let s = self.next_stamp(loc, prev, word, write);
+            // Claimed at the thread's second epoch on the location in a row, not at
+            // its first access: most objects allocated in a transaction are touched
+            // in one epoch only, and an entry for them would cost for nothing.
+            if plain
+                && ev.index == 0
+                && word < MIXED
+                && s & !1 == word
+                && Self::own_earlier(prev, t.tid, copy)
+                && prev >> 32 < word >> 32
+            {
                 self.claim_sole(c, loc, t.tid, copy, target);
             }
             stamp.store(s, Release);
