@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 use analyses::ctx::CtxId;
 use analyses::offline::analyze;
 use analyses::passes::singletrack::cf::Cf;
-use analyses::report::{Warning, WarningKind};
+use analyses::report::WarningKind;
 use analyses::testing::oracle_singletrack::{conflicts, serializability_first_violation};
-use analyses::testing::{GenConfig, gen_trace};
+use analyses::testing::{GenConfig, gen_trace, singletrack_lineless_agrees};
 use analyses::trace::Trace;
 use analyses::txgraph::{TxHb, TxMode};
 
@@ -39,27 +39,6 @@ fn seeds() -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5000)
-}
-
-/// A warning without its trace lines (what a run without lines reports), printed.
-fn sans_lines(w: &Warning) -> String {
-    let mut w = w.clone();
-    w.event = None;
-    for a in &mut w.accesses {
-        a.event = None;
-    }
-    fn strip(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::Object(m) => {
-                m.remove("event");
-                m.values_mut().for_each(strip);
-            }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    w.extra.values_mut().for_each(strip);
-    format!("{w:?}")
 }
 
 #[test]
@@ -104,23 +83,7 @@ fn agrees_with_the_oracles_on_generated_traces() {
 
         // Without trace lines (as online): the pass may keep a location's state with
         // its sole accessor; the warnings are the same but for the lines.
-        let mut online = trace.clone();
-        for ev in &mut online.events {
-            ev.index = 0;
-        }
-        let lineless = analyze(&online, "singletrack", Default::default())
-            .expect("chain")
-            .warnings();
-        assert_eq!(
-            lineless
-                .iter()
-                .map(|r| sans_lines(&r.warning))
-                .collect::<Vec<_>>(),
-            ws.iter()
-                .map(|r| sans_lines(&r.warning))
-                .collect::<Vec<_>>(),
-            "seed {seed}: {events:#?}"
-        );
+        singletrack_lineless_agrees(&trace).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
 
         with_conflicts += !want_cf.is_empty() as u32;
         with_cycles += want_xs.is_some() as u32;

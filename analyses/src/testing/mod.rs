@@ -19,6 +19,61 @@ pub use streamed_compression::{looped, streamed_compression_agrees};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::chain::Chain;
+use crate::report::Warning;
+use crate::trace::Trace;
+
+/// `singletrack` on `trace` as it is and with every trace line cleared: without
+/// lines (as online) the pass may keep a location's state with its sole accessor,
+/// so the two runs must report the same warnings but for the lines. Returns the
+/// first difference.
+pub fn singletrack_lineless_agrees(trace: &Trace) -> Result<(), String> {
+    let run = |t: &Trace| -> Result<Vec<String>, String> {
+        let chain =
+            crate::offline::analyze(t, "singletrack", Default::default()).map_err(|e| e.0)?;
+        Ok(chain
+            .warnings()
+            .iter()
+            .map(|r| sans_lines(&r.warning))
+            .collect())
+    };
+    let mut lineless = trace.clone();
+    for ev in &mut lineless.events {
+        ev.index = 0;
+    }
+    let (with, without) = (run(trace)?, run(&lineless)?);
+    if with.len() != without.len() {
+        return Err(format!(
+            "singletrack: {} warnings with trace lines, {} without",
+            with.len(),
+            without.len()
+        ));
+    }
+    match with.iter().zip(&without).find(|(a, b)| a != b) {
+        Some((a, b)) => Err(format!("singletrack with trace lines:\n{a}\nwithout:\n{b}")),
+        None => Ok(()),
+    }
+}
+
+/// A warning without its trace lines (what a run without lines reports), printed.
+fn sans_lines(w: &Warning) -> String {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.remove("event");
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut w = w.clone();
+    w.event = None;
+    for a in &mut w.accesses {
+        a.event = None;
+    }
+    w.extra.values_mut().for_each(strip);
+    format!("{w:?}")
+}
 
 /// The trace events (`Warning::event`) each location was flagged at by `analysis`,
 /// keyed by the location's name (collected from the chain's reporter; warnings are

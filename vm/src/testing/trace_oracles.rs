@@ -78,8 +78,10 @@ pub fn detectors_agree_with_hb(trace: &Trace) -> Result<(), String> {
 }
 
 /// Property 4: `singletrack` reports a conflict iff the brute-force conflict oracle
-/// finds one and its first serializability violation is the oracle's; `atomicity`'s
-/// first violation is the brute-force serial-order oracle's.
+/// finds one and its first serializability violation is the oracle's, and reports
+/// the same warnings without the trace's lines (as online, where a location's sole
+/// accessor keeps its state); `atomicity`'s first violation is the brute-force
+/// serial-order oracle's.
 pub fn specs_agree_with_bruteforce(trace: &Trace) -> Result<(), String> {
     let events = &trace.events;
     let ws = analyze(trace, "singletrack", ChainOptions::default())
@@ -105,6 +107,7 @@ pub fn specs_agree_with_bruteforce(trace: &Trace) -> Result<(), String> {
             "singletrack first serializability violation {got:?} vs oracle {want:?}"
         ));
     }
+    analyses::testing::singletrack_lineless_agrees(trace)?;
     let ws = analyze(trace, "atomicity", ChainOptions::default())
         .map_err(|e| e.0)?
         .warnings();
