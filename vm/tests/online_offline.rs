@@ -10,6 +10,7 @@
 //! filters `escape` and `capsule` walk the heap and are checked online only (the corpus
 //! and fuzz tests cover them).
 
+use analyses::testing::strip_events;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -28,18 +29,6 @@ fn corpus_files(sub: &str) -> Vec<PathBuf> {
         .collect();
     v.sort();
     v
-}
-
-/// Remove every `event` key (trace lines exist only offline), at any depth.
-fn strip_events(v: &mut serde_json::Value) {
-    match v {
-        serde_json::Value::Object(o) => {
-            o.remove("event");
-            o.values_mut().for_each(strip_events);
-        }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_events),
-        _ => {}
-    }
 }
 
 /// The warnings of a report, with the offline-only `event` fields removed, sorted.

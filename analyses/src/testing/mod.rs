@@ -56,23 +56,26 @@ pub fn singletrack_lineless_agrees(trace: &Trace) -> Result<(), String> {
 
 /// A warning without its trace lines (what a run without lines reports), printed.
 fn sans_lines(w: &Warning) -> String {
-    fn strip(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::Object(m) => {
-                m.remove("event");
-                m.values_mut().for_each(strip);
-            }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
     let mut w = w.clone();
     w.event = None;
     for a in &mut w.accesses {
         a.event = None;
     }
-    w.extra.values_mut().for_each(strip);
+    w.extra.values_mut().for_each(strip_events);
     format!("{w:?}")
+}
+
+/// Remove every `event` key (trace lines exist only offline) from a warning's JSON,
+/// at any depth.
+pub fn strip_events(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => {
+            o.remove("event");
+            o.values_mut().for_each(strip_events);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_events),
+        _ => {}
+    }
 }
 
 /// The trace events (`Warning::event`) each location was flagged at by `analysis`,
