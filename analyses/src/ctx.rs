@@ -104,14 +104,6 @@ impl CtxTree {
             .or_insert_with(|| self.child(parent, method, call_site))
     }
 
-    /// The innermost method of a context (None for the empty stack).
-    pub fn method_of(&self, ctx: CtxId) -> Option<MethodId> {
-        if ctx == CtxId::ROOT {
-            return None;
-        }
-        self.nodes.read().get(ctx.0 as usize).map(|n| n.method)
-    }
-
     /// The frames of a context, innermost first.
     pub fn frames(&self, mut ctx: CtxId) -> Vec<Frame> {
         let nodes = self.nodes.read();
