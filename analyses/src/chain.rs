@@ -482,9 +482,20 @@ impl Chain {
     ///
     /// With a guard ([`Chain::inline_guard`]) the pass before the detector is the
     /// guard's, and the passes before it are what the rules above apply to.
+    ///
+    /// BigFoot's checks ([`crate::pass::InlineCheck::FieldChecks`]) are no plain
+    /// accesses: behind passes, the test is usable when each says what it does with
+    /// a check ([`Chain::inline_check_flows`]).
     pub fn inline_check(&self) -> Option<(crate::pass::InlineCheck, bool)> {
         let (det, mut before) = self.passes.split_last()?;
         let check = det.inline_check()?;
+        if let crate::pass::InlineCheck::FieldChecks { .. } = check {
+            // Checks meet no plain access's filter: the passes before say what they
+            // do with a check ([`Chain::inline_check_flows`]).
+            return self
+                .inline_check_flows()
+                .map(|_| (check, !before.is_empty()));
+        }
         if self.inline_guard().is_some() {
             before = &before[..before.len() - 1];
         }
@@ -494,6 +505,49 @@ impl Chain {
         let usable = self.inline_filters().len() == before.len()
             && before.iter().all(|f| f.forwards_inline());
         usable.then_some((check, true))
+    }
+
+    /// With BigFoot's checks decided inline ([`crate::pass::InlineCheck::FieldChecks`]):
+    /// what each pass before the detector does with a check, in chain order
+    /// ([`Pass::inline_check_flow`]), when every one of them says and there are at
+    /// most [`Chain::MAX_INLINE_FILTERS`]. The producer tests a check against them in
+    /// order and counts one that a pass drops with [`Chain::add_inline_check_drops`].
+    pub fn inline_check_flows(&self) -> Option<Vec<crate::pass::InlineCheckFlow>> {
+        let (_, before) = self.passes.split_last()?;
+        if before.len() > Self::MAX_INLINE_FILTERS {
+            return None;
+        }
+        before.iter().map(|p| p.inline_check_flow()).collect()
+    }
+
+    /// True if the producer may end a plain access without a call once it passed
+    /// every inline filter's test ([`Chain::inline_filters`]): the filters are all
+    /// the passes but the last, each forwards what its test lets through
+    /// ([`Pass::forwards_inline`]), and the last ignores plain accesses
+    /// ([`Pass::ignores_accesses`], `bigfoot`). Such accesses are accounted with
+    /// [`Chain::add_inline_forwards`] over every pass.
+    pub fn accesses_end_at_filters(&self) -> bool {
+        let Some((det, before)) = self.passes.split_last() else {
+            return false;
+        };
+        det.ignores_accesses()
+            && !before.is_empty()
+            && self.inline_filters().len() == before.len()
+            && before.iter().all(|p| p.forwards_inline())
+    }
+
+    /// Account for `n` BigFoot checks of `cx`'s thread that the producer dropped
+    /// inline at pass `pass` ([`Chain::inline_check_flows`]): the passes up to it saw
+    /// them, it dropped them; a check has no other effect on a filter. Must be called
+    /// before the thread's `ThreadEnd`.
+    pub fn add_inline_check_drops(&self, cx: &mut ThreadCx, pass: usize, n: u64) {
+        if n == 0 || pass >= self.passes.len() {
+            return;
+        }
+        for c in &mut cx.counts[..=pass] {
+            c.events_in[17] += n;
+        }
+        cx.counts[pass].dropped += n;
     }
 
     /// The test of the pass right before the detector that the producer must also
@@ -545,7 +599,8 @@ impl Chain {
             }
             if i == last {
                 p.inline_checked(&cx.state, cx.locals[i].as_mut(), checks);
-            } else {
+            } else if !field_checks {
+                // A filter forwards a check with no effect (`Pass::inline_check_flow`).
                 p.inline_forwarded(&cx.state, cx.locals[i].as_mut(), checks);
             }
         }

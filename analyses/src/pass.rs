@@ -65,6 +65,23 @@ pub enum InlineFilter {
     CapsuleProtected,
 }
 
+/// What a pass in front of BigFoot's detector does with its `Check` events
+/// (`EventKind::Check`), so that a producer may decide them inline behind the pass
+/// ([`InlineCheck::FieldChecks`] behind filters, [`crate::Chain::inline_check_flows`]).
+/// A producer may always deliver the check instead: each case must be exactly what
+/// [`Pass::access`] does with a check, with no effect but the pass's counters.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum InlineCheckFlow {
+    /// Every check is forwarded (`capsule`: a check is not an access its categories
+    /// or its discipline are about).
+    Forward,
+    /// A check of an object or array for which [`crate::env::HeapView::is_shared`]
+    /// is false is dropped, every other check forwarded; checks of statics are never
+    /// dropped (`escape`: a check comes at or after the accesses it covers, and an
+    /// escaped object stays escaped).
+    NotShared,
+}
+
 /// Accesses at one site that the producer dropped inline ([`InlineFilter`]) during
 /// one thread: how many reads and writes, and one location the site accessed.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -281,6 +298,21 @@ pub trait Pass: Send + Sync {
     /// [`InlineFilter`], delivered before the thread's `ThreadEnd`: account for them
     /// exactly as [`Pass::access`] would have (statistics only; they were dropped).
     fn inline_dropped(&self, _t: &ThreadState, _local: &mut Local, _drops: &[InlineDrops]) {}
+
+    /// What this pass does with BigFoot's checks, when a producer may decide that
+    /// inline (see [`InlineCheckFlow`]); `None`: every check calls [`Pass::access`].
+    fn inline_check_flow(&self) -> Option<InlineCheckFlow> {
+        None
+    }
+
+    /// True if [`Pass::access`] forwards every plain `Read`/`Write` with no effect
+    /// (`bigfoot`, which checks the placed checks instead): behind inline filters
+    /// that forward inline ([`Pass::forwards_inline`]), a producer may then end an
+    /// access that passed every filter's test without a call
+    /// ([`crate::Chain::accesses_end_at_filters`]).
+    fn ignores_accesses(&self) -> bool {
+        false
+    }
 
     /// The same-epoch test the producer may perform inline for this detector (see
     /// [`InlineCheck`]); `None`: every access calls [`Pass::access`].

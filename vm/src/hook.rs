@@ -250,6 +250,14 @@ impl Hook {
         }
     }
 
+    /// Account for `n` BigFoot checks the JIT dropped inline at pass `pass` (before
+    /// the thread's `ThreadEnd`; see `analyses::Chain::add_inline_check_drops`).
+    pub fn add_inline_check_drops(&mut self, pass: usize, n: u64) {
+        if let Some(on) = &mut self.0 {
+            on.bridge.chain.add_inline_check_drops(&mut on.cx, pass, n);
+        }
+    }
+
     /// A volatile load of word `word` of `obj` (location `loc`), atomic with its
     /// `VolatileRead` event.
     #[inline]

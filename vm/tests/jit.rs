@@ -466,6 +466,8 @@ struct InlineRun {
     stats: serde_json::Value,
     dropped_inline: u64,
     checked_inline: u64,
+    /// BigFoot checks dropped inline by a filter's header test.
+    check_dropped_inline: u64,
     exclusive_inline: u64,
 }
 
@@ -572,12 +574,38 @@ fn run_jit_parts_with(
             "singletrack:fasttrack" => Some((false, false, true)),
             "escape:capsule:singletrack:fasttrack" => Some((true, false, true)),
             "bigfoot" => Some((false, true, false)),
+            "escape:bigfoot" | "escape:capsule:bigfoot" | "capsule:escape:bigfoot" => {
+                Some((true, true, false))
+            }
             _ => None,
         },
         "`{tools}`: the inline same-epoch check is offered exactly for `fasttrack` \
          alone and behind `escape`, `capsule` or both (also with `singletrack`'s stamp \
-         test in front of it), and for `bigfoot`'s field checks alone"
+         test in front of it), and for `bigfoot`'s field checks, alone or behind the \
+         filters"
     );
+    // Behind the filters, `bigfoot`'s checks meet `escape`'s header test (and not
+    // `capsule`'s: it forwards every check), and the plain accesses that pass the
+    // filters' tests end there.
+    if let Some(c) = options.inline_check.filter(|c| c.field_checks) {
+        let escape_at = tools.split(':').position(|p| p == "escape");
+        let expected: Vec<u64> = (0..c.check_masks.len())
+            .map(|i| match escape_at == Some(i) {
+                true => vm::layout::SHARED_BIT,
+                false => 0,
+            })
+            .collect();
+        assert_eq!(
+            c.check_masks.to_vec(),
+            expected,
+            "`{tools}`: the check filters"
+        );
+        assert_eq!(
+            options.accesses_end_at_filters,
+            tools != "bigfoot",
+            "`{tools}`: plain accesses end at the filters"
+        );
+    }
     if !inline_detector {
         options.inline_check = None;
     }
@@ -615,6 +643,9 @@ fn run_jit_parts_with(
         exclusive_inline: code
             .inline_exclusive
             .load(std::sync::atomic::Ordering::Relaxed),
+        check_dropped_inline: code
+            .inline_check_dropped
+            .load(std::sync::atomic::Ordering::Relaxed),
     }
 }
 
@@ -638,6 +669,7 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
         .filter(|p| !p.to_string_lossy().ends_with("_large.cj"));
     let mut checked_by = std::collections::BTreeMap::new();
     let mut exclusive_by = std::collections::BTreeMap::new();
+    let mut check_dropped_by = std::collections::BTreeMap::new();
     for tools in [
         "fasttrack",
         "escape:fasttrack",
@@ -646,6 +678,8 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
         "singletrack:fasttrack",
         "escape:capsule:singletrack:fasttrack",
         "bigfoot",
+        "escape:capsule:bigfoot",
+        "capsule:escape:bigfoot",
     ] {
         for p in corpus("bugs")
             .into_iter()
@@ -682,6 +716,7 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
                 checked_inline += on.checked_inline;
                 *checked_by.entry(tools).or_insert(0) += on.checked_inline;
                 *exclusive_by.entry(tools).or_insert(0) += on.exclusive_inline;
+                *check_dropped_by.entry(tools).or_insert(0) += on.check_dropped_inline;
             }
         }
     }
@@ -696,8 +731,16 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
     for (tools, n) in &exclusive_by {
         assert_eq!(
             *n > 0,
-            *tools != "bigfoot",
+            !tools.ends_with("bigfoot"),
             "`{tools}`: {n} accesses decided by the inline exclusive rules"
+        );
+    }
+    // `escape`'s header test drops BigFoot's checks of thread-local objects inline.
+    for (tools, n) in &check_dropped_by {
+        assert_eq!(
+            *n > 0,
+            tools.ends_with("bigfoot") && tools.contains("escape"),
+            "`{tools}`: {n} checks dropped inline"
         );
     }
 }

@@ -180,7 +180,20 @@ impl JitThread {
     /// site (sorted), with the last object each site accessed; the counters are reset.
     pub fn take_inline_drops(&mut self) -> Vec<Vec<InlineDrops>> {
         (0..analyses::Chain::MAX_INLINE_FILTERS)
-            .map(|filter| self.take_inline_counts(inline_count(filter)))
+            .map(|filter| self.take_inline_counts(inline_count(filter), false))
+            .collect()
+    }
+
+    /// BigFoot's checks this thread's code dropped inline so far, per pass in front
+    /// of the detector (`InlineDetector::check_masks`); the counters are reset.
+    pub fn take_inline_check_drops(&mut self) -> Vec<u64> {
+        (0..analyses::Chain::MAX_INLINE_FILTERS)
+            .map(|pass| {
+                self.take_inline_counts(inline_count(pass), true)
+                    .iter()
+                    .map(|d| d.reads + d.writes)
+                    .sum()
+            })
             .collect()
     }
 
@@ -188,14 +201,18 @@ impl JitThread {
     /// after all their tests held (`INLINE_PAST`), per site (sorted), with the last
     /// object each site accessed; the counters are reset.
     pub fn take_inline_past(&mut self) -> Vec<InlineDrops> {
-        self.take_inline_counts(INLINE_PAST)
+        self.take_inline_counts(INLINE_PAST, false)
     }
 
-    /// Part `part` of every site's inline counters, per site (sorted), as reads and
+    /// Part `part` of the inline counters of every plain access site (`checks`
+    /// false) or every BigFoot check site (true), per site (sorted), as reads and
     /// writes with the last object each site accessed; the counters are reset.
-    fn take_inline_counts(&mut self, part: usize) -> Vec<InlineDrops> {
+    fn take_inline_counts(&mut self, part: usize, checks: bool) -> Vec<InlineDrops> {
         let mut by_site: BTreeMap<u32, InlineDrops> = BTreeMap::new();
         for (i, s) in self.code.inline_sites.iter().enumerate() {
+            if s.check != checks {
+                continue;
+            }
             let w = &mut self.inline_buf[i * INLINE_WORDS..(i + 1) * INLINE_WORDS];
             let n = std::mem::take(&mut w[part]);
             if n == 0 {

@@ -72,6 +72,10 @@ pub struct JitOptions {
     pub inline_filters: Vec<HeaderFilter>,
     /// An inline same-epoch check for access hooks, offered by the chain's detector.
     pub inline_check: Option<InlineDetector>,
+    /// A plain access that passed every inline filter's test (not a reference
+    /// write) ends there, counted, without a call: the only pass after the filters
+    /// ignores plain accesses (`analyses::Chain::accesses_end_at_filters`, `bigfoot`).
+    pub accesses_end_at_filters: bool,
     /// The capsule classes of the run, by class id (`analyses::env::Env::is_capsule_class`,
     /// which `--capsules` overrides): what `HeaderFilter::capsule_fields` and
     /// `HeaderFilter::capsule_calls` test. Empty without a chain.
@@ -96,6 +100,12 @@ pub struct InlineDetector {
     /// The test decides BigFoot's field checks (`InlineCheck::FieldChecks`), not
     /// plain accesses.
     pub field_checks: bool,
+    /// With `field_checks` behind filters, by pass before the detector: the header
+    /// bits whose absence makes that pass drop a check of an object or array
+    /// (`analyses::pass::InlineCheckFlow::NotShared`: the escaped bit), 0 for a pass
+    /// that forwards every check. A check dropped there counts for the pass in part
+    /// `abi::inline_count(pass)` of its entry; statics are never dropped.
+    pub check_masks: [u64; analyses::Chain::MAX_INLINE_FILTERS],
     /// `InlineGuard::Stamp`'s `top` and `idle` (`analyses::Chain::inline_guard`): a
     /// checker before the detector (`singletrack`) whose test must hold too, on the
     /// thread's word `abi::JitThread::guard`.
@@ -195,9 +205,20 @@ impl JitOptions {
                     let (check, behind_filter) = b.chain.inline_check()?;
                     let (top, field_checks) = match check {
                         InlineCheck::FastTrack { top } if b.plain_accesses => (top, false),
-                        InlineCheck::FieldChecks { top } if !behind_filter => (top, true),
+                        InlineCheck::FieldChecks { top } => (top, true),
                         _ => return None,
                     };
+                    let mut check_masks = [0; analyses::Chain::MAX_INLINE_FILTERS];
+                    if field_checks {
+                        use analyses::pass::InlineCheckFlow;
+                        let flows = b.chain.inline_check_flows()?;
+                        for (m, f) in check_masks.iter_mut().zip(flows) {
+                            *m = match f {
+                                InlineCheckFlow::Forward => 0,
+                                InlineCheckFlow::NotShared => layout::SHARED_BIT,
+                            };
+                        }
+                    }
                     let guard = match b.chain.inline_guard() {
                         Some(analyses::pass::InlineGuard::Stamp { top, idle }) if !field_checks => {
                             Some((top, idle))
@@ -209,10 +230,15 @@ impl JitOptions {
                         top,
                         behind_filter,
                         field_checks,
+                        check_masks,
                         guard,
                         exclusive: !field_checks && !b.chain.frame_events(),
                     })
                 }),
+            accesses_end_at_filters: rt
+                .bridge
+                .as_ref()
+                .is_some_and(|b| b.plain_accesses && b.chain.accesses_end_at_filters()),
             capsules: rt.bridge.as_ref().map_or_else(Vec::new, |b| {
                 let env = b.chain.shared.env.as_ref();
                 (0..rt.image.program.classes.len())
@@ -232,6 +258,7 @@ impl JitOptions {
         JitOptions {
             inline_filters: Vec::new(),
             inline_check: self.inline_check.filter(|c| !c.behind_filter),
+            accesses_end_at_filters: false,
             ..self
         }
     }
@@ -243,6 +270,8 @@ impl JitOptions {
 pub struct InlineSite {
     pub site: SiteId,
     pub is_write: bool,
+    /// A BigFoot check (`InlineDetector::field_checks`), not a plain access.
+    pub check: bool,
     /// A BigFoot element check (`InlineDetector::field_checks`), not a field.
     pub elements: bool,
     /// The field's slot (0 for an element: the name of an array location does not
@@ -273,6 +302,9 @@ pub struct JitCode {
     /// Of those, the accesses decided by the inline exclusive rules
     /// (`InlineDetector::exclusive`).
     pub inline_exclusive: AtomicU64,
+    /// BigFoot checks a pass in front of the detector dropped inline in all threads
+    /// that have ended (`InlineDetector::check_masks`; diagnostics, tests).
+    pub inline_check_dropped: AtomicU64,
     /// Set when the program stops (any thread failed); polled at back-edges.
     pub abort: AtomicBool,
     pub options: JitOptions,
@@ -417,6 +449,7 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         inline_dropped: AtomicU64::new(0),
         inline_checked: AtomicU64::new(0),
         inline_exclusive: AtomicU64::new(0),
+        inline_check_dropped: AtomicU64::new(0),
         abort: AtomicBool::new(false),
         options,
     })
@@ -472,15 +505,24 @@ fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
     t.hook.add_inline_checks(&checks);
     // The accesses delivered past the inline filters: those filters saw and forwarded
     // them, accounted like the inline checks' share of the filters.
+    // Where they end at the filters, every pass saw and forwarded them.
     let past = t.take_inline_past();
-    let filters = t.code.options.inline_filters.len();
-    t.hook.add_inline_forwards(filters, &past);
+    let upto = match t.code.options.accesses_end_at_filters {
+        true => usize::MAX,
+        false => t.code.options.inline_filters.len(),
+    };
+    t.hook.add_inline_forwards(upto, &past);
     if t.failed == 0 {
         // The accesses dropped inline, accounted before `ThreadEnd` merges the counts.
         for (filter, drops) in t.take_inline_drops().into_iter().enumerate() {
             let n: u64 = drops.iter().map(|d| d.reads + d.writes).sum();
             t.code.inline_dropped.fetch_add(n, Ordering::Relaxed);
             t.hook.add_inline_drops(filter, &drops);
+        }
+        // BigFoot's checks a pass in front of the detector dropped inline.
+        for (pass, n) in t.take_inline_check_drops().into_iter().enumerate() {
+            t.code.inline_check_dropped.fetch_add(n, Ordering::Relaxed);
+            t.hook.add_inline_check_drops(pass, n);
         }
         t.hook.emit(site, EventKind::ThreadEnd);
     }

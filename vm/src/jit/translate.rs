@@ -502,6 +502,13 @@ impl<'a, 'b> Translator<'a, 'b> {
             .opts()
             .inline_check
             .filter(|c| !c.field_checks && (!c.behind_filter || (!tests.is_empty() && !ref_write)));
+        // Past every filter's test the access ends without a call when the pass
+        // after the filters ignores plain accesses (`JitOptions::accesses_end_at_filters`).
+        let end_at_filters = check.is_none()
+            && !ref_write
+            && self.opts().accesses_end_at_filters
+            && !tests.is_empty()
+            && tests.len() == self.opts().inline_filters.len();
         if tests.is_empty() && check.is_none() {
             self.call_rt(rt, args);
             return;
@@ -510,6 +517,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.tables.inline_sites.push(InlineSite {
             site,
             is_write: write.is_some(),
+            check: false,
             elements: false,
             slot,
         });
@@ -534,7 +542,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             });
             let bits = self.b.ins().band_imm_s(h, mask as i64);
             let last = i + 1 == tests.len();
-            let pass = if last && check.is_none() {
+            let pass = if last && check.is_none() && !end_at_filters {
                 call
             } else {
                 self.b.create_block()
@@ -547,6 +555,12 @@ impl<'a, 'b> Translator<'a, 'b> {
             if pass != call {
                 self.b.switch_to_block(pass);
             }
+        }
+        if end_at_filters {
+            // Every pass forwards it, with nothing but what `Pass::inline_forwarded`
+            // records, from the count `INLINE_PAST`.
+            self.count_inline(entry, INLINE_PAST, obj);
+            self.b.ins().jump(cont, &[]);
         }
         // Past every filter's test, a miss of the detector's check is delivered to
         // the passes after the filters (`Chain::deliver_from`): they would forward it
@@ -1603,6 +1617,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.tables.inline_sites.push(InlineSite {
             site,
             is_write: write,
+            check: true,
             elements,
             slot,
         });
@@ -1624,7 +1639,11 @@ impl<'a, 'b> Translator<'a, 'b> {
         site: SiteId,
     ) {
         let (entry, call, cont) = self.inline_check_site(site, write, false, rep);
+        // Defined before the tests: the call uses it, whichever test sends there.
         let r = self.iconst(rep as i64);
+        if kind != 2 {
+            self.check_filter_tests(c, o, entry, call, cont);
+        }
         self.same_epoch_check(c, o, r, write, site, entry, call, cont);
         self.b.switch_to_block(call);
         let k = self.iconst(kind + write as i64);
@@ -1665,6 +1684,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, i, len);
         self.b.ins().brif(inside, test, &[], call, &[]);
         self.b.switch_to_block(test);
+        self.check_filter_tests(c, a, entry, call, cont);
         self.same_epoch_check(c, a, i, write, site, entry, call, cont);
         self.b.switch_to_block(call);
         let k = self.iconst(6 + write as i64);
@@ -1673,6 +1693,45 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.call_rt(Rt::Check, &[k, a, i, z, z, s]);
         self.b.ins().jump(cont, &[]);
         self.b.switch_to_block(cont);
+    }
+
+    /// The tests of the passes in front of the detector that drop BigFoot's checks
+    /// (`InlineDetector::check_masks`), in chain order, on object or array `o`: a
+    /// check of an object whose header has none of a pass's bits is dropped there
+    /// and counted for that pass (`inline_count(pass)` of the site's entry), and
+    /// goes on to `cont`. A null `o` goes to `call` (a check must never fault).
+    /// Leaves the builder in the block where every test let the check through.
+    fn check_filter_tests(
+        &mut self,
+        c: InlineDetector,
+        o: Value,
+        entry: usize,
+        call: ir::Block,
+        cont: ir::Block,
+    ) {
+        if c.check_masks.iter().all(|m| *m == 0) {
+            return;
+        }
+        let nonnull = self.b.create_block();
+        self.b.ins().brif(o, nonnull, &[], call, &[]);
+        self.b.switch_to_block(nonnull);
+        let h = self
+            .b
+            .ins()
+            .load(I64, heap_mem(), o, (layout::HEADER * layout::WORD) as i32);
+        for (pass, &mask) in c.check_masks.iter().enumerate() {
+            if mask == 0 {
+                continue;
+            }
+            let bits = self.b.ins().band_imm_s(h, mask as i64);
+            let through = self.b.create_block();
+            let dropped = self.b.create_block();
+            self.b.ins().brif(bits, through, &[], dropped, &[]);
+            self.b.switch_to_block(dropped);
+            self.count_inline(entry, inline_count(pass), o);
+            self.b.ins().jump(cont, &[]);
+            self.b.switch_to_block(through);
+        }
     }
 
     fn spec(&mut self, spec: Spec, end: bool, site: SiteId) {

@@ -541,6 +541,11 @@ impl Pass for BigFoot {
 
     /// FastTrack's same-epoch test on the field cells, for a producer to decide
     /// field checks inline ([`InlineCheck::FieldChecks`]).
+    /// Plain accesses are not checked: the placed checks are (see [`Pass::access`]).
+    fn ignores_accesses(&self) -> bool {
+        true
+    }
+
     fn inline_check(&self) -> Option<InlineCheck> {
         Some(InlineCheck::FieldChecks {
             top: self.fields.top_addr(),

@@ -89,7 +89,7 @@ use parking_lot::Mutex;
 use crate::env::HeapView;
 use crate::event::{Event, EventKind, Loc, MethodId, ObjId, Op, SiteId};
 use crate::filterstats::{AccessClass, Owner, SiteTable};
-use crate::pass::{Flow, InlineChecks, InlineDrops, InlineFilter, Local, Pass};
+use crate::pass::{Flow, InlineCheckFlow, InlineChecks, InlineDrops, InlineFilter, Local, Pass};
 use crate::passes::escape::leak::{self, Bit};
 use crate::passes::escape::loc_kind;
 use crate::report::{AccessInfo, Warning, WarningKind};
@@ -638,6 +638,12 @@ impl Pass for Capsule {
 
     fn checks_local(&self) -> bool {
         true
+    }
+
+    /// [`Pass::access`] forwards every check: BigFoot's checks are no accesses of
+    /// the capsule discipline or of the filter's categories.
+    fn inline_check_flow(&self) -> Option<InlineCheckFlow> {
+        Some(InlineCheckFlow::Forward)
     }
 
     /// The drop decision of [`Pass::access`] for a capsule-protected access outside

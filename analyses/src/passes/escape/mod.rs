@@ -85,7 +85,7 @@ use parking_lot::Mutex;
 use crate::env::HeapView;
 use crate::event::{Event, EventKind, Loc, ObjId, Op};
 use crate::filterstats::{AccessClass, LocKind, Owner, SiteTable};
-use crate::pass::{Flow, InlineChecks, InlineDrops, InlineFilter, Local, Pass};
+use crate::pass::{Flow, InlineCheckFlow, InlineChecks, InlineDrops, InlineFilter, Local, Pass};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
 
@@ -224,6 +224,15 @@ impl Pass for Escape {
             EventKind::ThreadEnd => self.sites.lock().absorb(&mut l.sites),
             _ => {}
         }
+    }
+
+    /// A check of an unescaped object is dropped, any other forwarded, as in
+    /// [`Pass::access`]; without a heap every check is forwarded.
+    fn inline_check_flow(&self) -> Option<InlineCheckFlow> {
+        Some(match self.shared.env.heap() {
+            Some(_) => InlineCheckFlow::NotShared,
+            None => InlineCheckFlow::Forward,
+        })
     }
 
     /// The drop decision of [`Pass::access`] for a non-static target, whose only
