@@ -574,6 +574,13 @@ impl Chain {
         self.passes[i].inline_guard_word(cx.locals[i].as_ref())
     }
 
+    /// `cx`'s thread's table of fine arrays, when the detector's inline test is
+    /// [`crate::pass::InlineCheck::FieldChecks`] (BigFoot's).
+    pub fn inline_fine_arrays<'a>(&self, cx: &'a ThreadCx) -> Option<&'a [AtomicU64]> {
+        let i = self.passes.len().checked_sub(1)?;
+        self.passes[i].inline_fine_arrays(cx.locals[i].as_ref())
+    }
+
     /// Account for the accesses of `cx`'s thread that the producer decided inline
     /// with [`Chain::inline_check`]: every pass's counters (events in, none dropped),
     /// the filters' statistics ([`Pass::inline_forwarded`]) and the detector's

@@ -145,10 +145,27 @@ pub enum InlineCheck {
     /// array), is decided by the test on the cell of `loc.key()`, a read check as a
     /// read and a write check as a write. Counted like accesses ([`InlineChecks`]); the chain
     /// accounts them as `Check` events.
+    ///
+    /// The producer may also apply the exclusive rules as for
+    /// [`InlineCheck::FastTrack`] (same conditions, same stores, counted apart): to
+    /// a field-group or static check, and to an element check when the array `a` is
+    /// in the thread's table of fine arrays ([`crate::Chain::inline_fine_arrays`]:
+    /// [`BIGFOOT_FINE_SLOTS`] words, `a` at [`bigfoot_fine_slot`]`(a)`), whose
+    /// elements have cells of their own, written at the check.
     FieldChecks {
         /// The address of the top level (`2^TOP_BITS` pointers).
         top: u64,
     },
+}
+
+/// Words of a thread's table of fine arrays ([`InlineCheck::FieldChecks`]).
+pub const BIGFOOT_FINE_SLOTS: usize = 4096;
+
+/// The slot of array `a` (its address) in a thread's table of fine arrays
+/// ([`InlineCheck::FieldChecks`]).
+#[inline]
+pub const fn bigfoot_fine_slot(a: u64) -> usize {
+    ((a >> 3) ^ (a >> 15)) as usize & (BIGFOOT_FINE_SLOTS - 1)
 }
 
 /// A test of a checker that sees every access and drops none, placed between the
@@ -298,6 +315,13 @@ pub trait Pass: Send + Sync {
     /// [`InlineFilter`], delivered before the thread's `ThreadEnd`: account for them
     /// exactly as [`Pass::access`] would have (statistics only; they were dropped).
     fn inline_dropped(&self, _t: &ThreadState, _local: &mut Local, _drops: &[InlineDrops]) {}
+
+    /// The thread's table of fine arrays for [`InlineCheck::FieldChecks`], inside
+    /// its state `local` (stable address while the thread runs; only this thread's
+    /// events change it).
+    fn inline_fine_arrays<'a>(&self, _local: &'a Local) -> Option<&'a [AtomicU64]> {
+        None
+    }
 
     /// What this pass does with BigFoot's checks, when a producer may decide that
     /// inline (see [`InlineCheckFlow`]); `None`: every check calls [`Pass::access`].

@@ -222,6 +222,17 @@ impl Hook {
         })
     }
 
+    /// The thread's table of fine arrays for the inline exclusive rules on BigFoot's
+    /// element checks (`analyses::Chain::inline_fine_arrays`), or null.
+    pub fn inline_fine_arrays_ptr(&self) -> *const u64 {
+        self.0.as_ref().map_or(std::ptr::null(), |on| {
+            on.bridge
+                .chain
+                .inline_fine_arrays(&on.cx)
+                .map_or(std::ptr::null(), |t| t.as_ptr() as *const u64)
+        })
+    }
+
     /// Account for the accesses the JIT decided inline with the chain's same-epoch
     /// check (before the thread's `ThreadEnd`; see `analyses::Chain::add_inline_checks`).
     pub fn add_inline_checks(&mut self, checks: &[InlineChecks]) {

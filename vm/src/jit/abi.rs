@@ -62,6 +62,10 @@ pub struct JitThread {
     /// The thread's word for the chain's inline guard
     /// (`analyses::Chain::inline_guard_word`, `InlineDetector::guard`); null without one.
     pub guard: *const u64,
+    /// The thread's table of fine arrays (`analyses::Chain::inline_fine_arrays`,
+    /// `analyses::pass::BIGFOOT_FINE_SLOTS` words), for the inline exclusive rules on
+    /// BigFoot's element checks; null without one.
+    pub fine: *const u64,
     /// Calls of instance methods of capsule classes running on this thread, kept by
     /// generated code when the inline filter depends on it
     /// (`HeaderFilter::capsule_calls`).
@@ -101,6 +105,7 @@ pub const OFF_TID: i32 = offset_of!(JitThread, tid) as i32;
 pub const OFF_INLINE_DROPS: i32 = offset_of!(JitThread, inline_drops) as i32;
 pub const OFF_EPOCH: i32 = offset_of!(JitThread, epoch) as i32;
 pub const OFF_GUARD: i32 = offset_of!(JitThread, guard) as i32;
+pub const OFF_FINE: i32 = offset_of!(JitThread, fine) as i32;
 pub const OFF_CAPSULE_CALLS: i32 = offset_of!(JitThread, capsule_calls) as i32;
 pub const OFF_CTX_WORD: i32 = offset_of!(JitThread, ctx_word) as i32;
 pub const OFF_CTX_DEPTH: i32 = offset_of!(JitThread, ctx_depth) as i32;
@@ -162,6 +167,7 @@ impl JitThread {
             inline_drops: inline_buf.as_mut_ptr(),
             epoch: hook.epoch_word_ptr(),
             guard: hook.inline_guard_word_ptr(),
+            fine: hook.inline_fine_arrays_ptr(),
             capsule_calls: 0,
             ctx_word: 0,
             ctx_depth: u64::MAX,

@@ -111,9 +111,11 @@ pub struct InlineDetector {
     /// thread's word `abi::JitThread::guard`.
     pub guard: Option<(u64, u64)>,
     /// Also apply FastTrack's exclusive rules inline, on the thread's own earlier
-    /// epochs, under the cell's lock (`InlineCheck::FastTrack`): plain accesses only,
-    /// and only when the chain takes the call context from the shadow stack (the
-    /// packed site stores it, `abi::JitThread::ctx_word`).
+    /// epochs, under the cell's lock (`InlineCheck::FastTrack`), only when the chain
+    /// takes the call context from the shadow stack (the packed site stores it,
+    /// `abi::JitThread::ctx_word`): to plain accesses, or to BigFoot's field and
+    /// static checks and to its element checks of arrays in the thread's table of
+    /// fine arrays (`abi::JitThread::fine`).
     pub exclusive: bool,
 }
 
@@ -232,7 +234,7 @@ impl JitOptions {
                         field_checks,
                         check_masks,
                         guard,
-                        exclusive: !field_checks && !b.chain.frame_events(),
+                        exclusive: !b.chain.frame_events(),
                     })
                 }),
             accesses_end_at_filters: rt

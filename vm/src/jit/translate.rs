@@ -28,9 +28,9 @@ use crate::layout;
 
 use super::abi::{
     INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_PAST, INLINE_WORDS, OFF_ABORT,
-    OFF_CAPSULE_CALLS, OFF_CTX_DEPTH, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FRAMES,
-    OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_PAST_FILTERS,
-    OFF_STEPS, OFF_TID, inline_count, pack_frame,
+    OFF_CAPSULE_CALLS, OFF_CTX_DEPTH, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE,
+    OFF_FRAMES, OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS,
+    OFF_PAST_FILTERS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -46,6 +46,9 @@ struct ExclusiveAt {
     site: SiteId,
     entry: usize,
     obj: Value,
+    /// A BigFoot element check of this array: the rules apply only if the array is
+    /// in the thread's table of fine arrays (`JitThread::fine`).
+    fine: Option<Value>,
     guard: Option<(Value, Value)>,
     call: ir::Block,
     cont: ir::Block,
@@ -573,7 +576,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         });
         if let Some(c) = check {
             let miss = past.unwrap_or(call);
-            self.same_epoch_check(c, obj, args[1], write.is_some(), site, entry, miss, cont);
+            let at = (obj, args[1]);
+            self.same_epoch_check(c, at, None, write.is_some(), site, entry, miss, cont);
         }
         self.b.switch_to_block(call);
         self.call_rt(rt, args);
@@ -620,8 +624,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn same_epoch_check(
         &mut self,
         c: InlineDetector,
-        obj: Value,
-        index: Value,
+        (obj, index): (Value, Value),
+        fine: Option<Value>,
         is_write: bool,
         site: SiteId,
         entry: usize,
@@ -711,6 +715,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             site,
             entry,
             obj,
+            fine,
             guard,
             call,
             cont,
@@ -794,6 +799,26 @@ impl<'a, 'b> Translator<'a, 'b> {
         };
         let m = MemFlagsData::trusted();
         let call = at.call;
+        if let Some(a) = at.fine {
+            // `table[bigfoot_fine_slot(a)] == a`: the thread knows the array is fine
+            // (else the pass puts the check into its footprint).
+            use analyses::pass::BIGFOOT_FINE_SLOTS;
+            let table = self.b.ins().load(I64, m, self.ctx, OFF_FINE);
+            let has = self.b.create_block();
+            self.b.ins().brif(table, has, &[], call, &[]);
+            self.b.switch_to_block(has);
+            let x = self.b.ins().ushr_imm_u(a, 3);
+            let y = self.b.ins().ushr_imm_u(a, 15);
+            let h = self.b.ins().bxor(x, y);
+            let slot = self.b.ins().band_imm_s(h, (BIGFOOT_FINE_SLOTS - 1) as i64);
+            let off = self.b.ins().ishl_imm_u(slot, 3);
+            let p = self.b.ins().iadd(table, off);
+            let known = self.b.ins().load(I64, m, p, 0);
+            let fine = self.b.ins().icmp(IntCC::Equal, known, a);
+            let yes = self.b.create_block();
+            self.b.ins().brif(fine, yes, &[], call, &[]);
+            self.b.switch_to_block(yes);
+        }
         let depth = self.b.ins().load(I64, m, self.ctx, OFF_DEPTH);
         let low = self.b.ins().load(I64, m, self.ctx, OFF_FRAMES_LOW);
         let synced = self.b.ins().load(I64, m, self.ctx, OFF_CTX_DEPTH);
@@ -1644,7 +1669,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         if kind != 2 {
             self.check_filter_tests(c, o, entry, call, cont);
         }
-        self.same_epoch_check(c, o, r, write, site, entry, call, cont);
+        self.same_epoch_check(c, (o, r), None, write, site, entry, call, cont);
         self.b.switch_to_block(call);
         let k = self.iconst(kind + write as i64);
         let m = self.iconst(mask as i64);
@@ -1685,7 +1710,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().brif(inside, test, &[], call, &[]);
         self.b.switch_to_block(test);
         self.check_filter_tests(c, a, entry, call, cont);
-        self.same_epoch_check(c, a, i, write, site, entry, call, cont);
+        self.same_epoch_check(c, (a, i), Some(a), write, site, entry, call, cont);
         self.b.switch_to_block(call);
         let k = self.iconst(6 + write as i64);
         let z = self.iconst(0);

@@ -210,8 +210,10 @@ pub fn tier_diff(a: &RunOutcome, b: &RunOutcome, ea: &[String], eb: &[String]) -
 /// or both first, so the JIT tests their header bits inline, `fasttrack` alone or
 /// behind them, so it decides FastTrack's same-epoch accesses inline, the same with
 /// `singletrack` before it (whose stamp test it then applies too), and `bigfoot`,
-/// whose same-epoch field and element checks it decides inline.
-const INLINE_CHAINS: [&str; 7] = [
+/// whose field and element checks it decides inline (same-epoch and exclusive
+/// rules), alone and behind both filters (`escape`'s test drops checks inline, and
+/// plain accesses that pass the filters' tests end there).
+const INLINE_CHAINS: [&str; 8] = [
     "escape:capsule:fasttrack",
     "capsule:fasttrack",
     "fasttrack",
@@ -219,4 +221,5 @@ const INLINE_CHAINS: [&str; 7] = [
     "singletrack:fasttrack",
     "escape:capsule:singletrack:fasttrack",
     "bigfoot",
+    "escape:capsule:bigfoot",
 ];

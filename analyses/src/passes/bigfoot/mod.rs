@@ -31,6 +31,8 @@ pub mod array;
 pub mod cell;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 
 use parking_lot::Mutex;
 
@@ -66,30 +68,32 @@ struct BfLocal {
 /// The arrays a thread has seen with a fine shadow (direct-mapped), so an element
 /// check on such an array goes straight to the element's cell, with no footprint and
 /// no array lock, like FastTrack's per-element shadow. A fine shadow is terminal
-/// ([`array::ArrayShadow::is_fine`]), so an entry never goes stale.
+/// ([`array::ArrayShadow::is_fine`]), so an entry never goes stale. Generated code
+/// of the same thread reads the table too, to apply FastTrack's exclusive rules to
+/// an element check inline ([`InlineCheck::FieldChecks`]); only the thread writes it.
 struct FineCache {
-    arrays: Box<[u64]>,
+    arrays: Box<[AtomicU64]>,
 }
 
-const FINE_CACHE: usize = 4096;
+const FINE_CACHE: usize = crate::pass::BIGFOOT_FINE_SLOTS;
 
 impl Default for FineCache {
     fn default() -> Self {
         FineCache {
-            arrays: vec![0; FINE_CACHE].into_boxed_slice(),
+            arrays: (0..FINE_CACHE).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 }
 
 impl FineCache {
     fn slot(arr: ObjId) -> usize {
-        ((arr.0 >> 3) ^ (arr.0 >> 15)) as usize & (FINE_CACHE - 1)
+        crate::pass::bigfoot_fine_slot(arr.0)
     }
     fn contains(&self, arr: ObjId) -> bool {
-        self.arrays[Self::slot(arr)] == arr.0
+        self.arrays[Self::slot(arr)].load(Relaxed) == arr.0
     }
     fn record(&mut self, arr: ObjId) {
-        self.arrays[Self::slot(arr)] = arr.0;
+        self.arrays[Self::slot(arr)].store(arr.0, Relaxed);
     }
 }
 
@@ -552,20 +556,28 @@ impl Pass for BigFoot {
         })
     }
 
-    /// Field and element checks decided inline: checks decided by the same-epoch
-    /// rules.
+    /// Field and element checks decided inline: by the same-epoch rules, or by the
+    /// exclusive rules (shadow checks, as [`BigFoot::rule`] counts them).
     fn inline_checked(&self, _t: &ThreadState, local: &mut Local, checks: &[InlineChecks]) {
         let Some(l) = local_of(local) else {
             return;
         };
         for c in checks {
             let n = c.reads() + c.writes();
+            let excl = c.reads_excl + c.writes_excl;
             l.counts.checks += n;
-            l.counts.same_epoch += n;
+            l.counts.same_epoch += n - excl;
+            l.counts.shadow_checks += excl;
             if c.elements {
                 l.counts.array_checks += n;
             }
         }
+    }
+
+    /// The thread's table of fine arrays ([`InlineCheck::FieldChecks`]).
+    fn inline_fine_arrays<'a>(&self, local: &'a Local) -> Option<&'a [AtomicU64]> {
+        let l = local.downcast_ref::<BfLocal>()?;
+        Some(&l.fine.arrays)
     }
 
     fn stats(&self) -> Option<serde_json::Value> {
