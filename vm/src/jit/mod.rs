@@ -95,7 +95,9 @@ pub struct InlineDetector {
     /// `InlineCheck::FastTrack::top`: the hot shadow table's top level.
     pub top: u64,
     /// The check sits behind the first pass's header filter: only accesses the
-    /// filter lets through, and no reference writes, are checked inline.
+    /// filter lets through, and no reference writes, are checked inline. (With
+    /// `field_checks`: passes stand in front of the detector, and the check follows
+    /// their tests for checks, `check_masks`.)
     pub behind_filter: bool,
     /// The test decides BigFoot's field checks (`InlineCheck::FieldChecks`), not
     /// plain accesses.
