@@ -223,14 +223,11 @@ impl Hook {
     }
 
     /// The thread's table of fine arrays for the inline exclusive rules on BigFoot's
-    /// element checks (`analyses::Chain::inline_fine_arrays`), or null.
-    pub fn inline_fine_arrays_ptr(&self) -> *const u64 {
-        self.0.as_ref().map_or(std::ptr::null(), |on| {
-            on.bridge
-                .chain
-                .inline_fine_arrays(&on.cx)
-                .map_or(std::ptr::null(), |t| t.as_ptr() as *const u64)
-        })
+    /// element checks (`analyses::Chain::inline_fine_arrays`), if the chain has one.
+    pub fn inline_fine_arrays_ptr(&self) -> Option<*const u64> {
+        let on = self.0.as_ref()?;
+        let table = on.bridge.chain.inline_fine_arrays(&on.cx)?;
+        Some(table.as_ptr() as *const u64)
     }
 
     /// Account for the accesses the JIT decided inline with the chain's same-epoch

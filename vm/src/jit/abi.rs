@@ -64,7 +64,7 @@ pub struct JitThread {
     pub guard: *const u64,
     /// The thread's table of fine arrays (`analyses::Chain::inline_fine_arrays`,
     /// `analyses::pass::BIGFOOT_FINE_SLOTS` words), for the inline exclusive rules on
-    /// BigFoot's element checks; null without one.
+    /// BigFoot's element checks; without one, [`NO_FINE_ARRAYS`] (never null).
     pub fine: *const u64,
     /// Calls of instance methods of capsule classes running on this thread, kept by
     /// generated code when the inline filter depends on it
@@ -106,6 +106,11 @@ pub const OFF_INLINE_DROPS: i32 = offset_of!(JitThread, inline_drops) as i32;
 pub const OFF_EPOCH: i32 = offset_of!(JitThread, epoch) as i32;
 pub const OFF_GUARD: i32 = offset_of!(JitThread, guard) as i32;
 pub const OFF_FINE: i32 = offset_of!(JitThread, fine) as i32;
+
+/// The table of fine arrays of a thread whose chain has none (`JitThread::fine`):
+/// no array address is 0, so generated code finds no array in it.
+static NO_FINE_ARRAYS: [u64; analyses::pass::BIGFOOT_FINE_SLOTS] =
+    [0; analyses::pass::BIGFOOT_FINE_SLOTS];
 pub const OFF_CAPSULE_CALLS: i32 = offset_of!(JitThread, capsule_calls) as i32;
 pub const OFF_CTX_WORD: i32 = offset_of!(JitThread, ctx_word) as i32;
 pub const OFF_CTX_DEPTH: i32 = offset_of!(JitThread, ctx_depth) as i32;
@@ -167,7 +172,9 @@ impl JitThread {
             inline_drops: inline_buf.as_mut_ptr(),
             epoch: hook.epoch_word_ptr(),
             guard: hook.inline_guard_word_ptr(),
-            fine: hook.inline_fine_arrays_ptr(),
+            fine: hook
+                .inline_fine_arrays_ptr()
+                .unwrap_or(NO_FINE_ARRAYS.as_ptr()),
             capsule_calls: 0,
             ctx_word: 0,
             ctx_depth: u64::MAX,

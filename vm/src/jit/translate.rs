@@ -802,11 +802,9 @@ impl<'a, 'b> Translator<'a, 'b> {
         if let Some(a) = at.fine {
             // `table[bigfoot_fine_slot(a)] == a`: the thread knows the array is fine
             // (else the pass puts the check into its footprint).
+            // (`JitThread::fine` is never null.)
             use analyses::pass::BIGFOOT_FINE_SLOTS;
             let table = self.b.ins().load(I64, m, self.ctx, OFF_FINE);
-            let has = self.b.create_block();
-            self.b.ins().brif(table, has, &[], call, &[]);
-            self.b.switch_to_block(has);
             let x = self.b.ins().ushr_imm_u(a, 3);
             let y = self.b.ins().ushr_imm_u(a, 15);
             let h = self.b.ins().bxor(x, y);
@@ -1666,8 +1664,12 @@ impl<'a, 'b> Translator<'a, 'b> {
         let (entry, call, cont) = self.inline_check_site(site, write, false, rep);
         // Defined before the tests: the call uses it, whichever test sends there.
         let r = self.iconst(rep as i64);
-        if kind != 2 {
-            self.check_filter_tests(c, o, entry, call, cont);
+        if kind != 2 && c.check_masks.iter().any(|m| *m != 0) {
+            // A check must never fault: a null object calls (the header test loads).
+            let nonnull = self.b.create_block();
+            self.b.ins().brif(o, nonnull, &[], call, &[]);
+            self.b.switch_to_block(nonnull);
+            self.check_filter_tests(c, o, entry, cont);
         }
         self.same_epoch_check(c, (o, r), None, write, site, entry, call, cont);
         self.b.switch_to_block(call);
@@ -1709,7 +1711,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, i, len);
         self.b.ins().brif(inside, test, &[], call, &[]);
         self.b.switch_to_block(test);
-        self.check_filter_tests(c, a, entry, call, cont);
+        self.check_filter_tests(c, a, entry, cont);
         self.same_epoch_check(c, (a, i), Some(a), write, site, entry, call, cont);
         self.b.switch_to_block(call);
         let k = self.iconst(6 + write as i64);
@@ -1724,22 +1726,12 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// (`InlineDetector::check_masks`), in chain order, on object or array `o`: a
     /// check of an object whose header has none of a pass's bits is dropped there
     /// and counted for that pass (`inline_count(pass)` of the site's entry), and
-    /// goes on to `cont`. A null `o` goes to `call` (a check must never fault).
-    /// Leaves the builder in the block where every test let the check through.
-    fn check_filter_tests(
-        &mut self,
-        c: InlineDetector,
-        o: Value,
-        entry: usize,
-        call: ir::Block,
-        cont: ir::Block,
-    ) {
+    /// goes on to `cont`; `o` is not null (the caller tested it). Leaves the builder
+    /// in the block where every test let the check through.
+    fn check_filter_tests(&mut self, c: InlineDetector, o: Value, entry: usize, cont: ir::Block) {
         if c.check_masks.iter().all(|m| *m == 0) {
             return;
         }
-        let nonnull = self.b.create_block();
-        self.b.ins().brif(o, nonnull, &[], call, &[]);
-        self.b.switch_to_block(nonnull);
         let h = self
             .b
             .ins()
