@@ -361,20 +361,26 @@ impl Chain {
 
     /// Human-readable statistics for `--stats`.
     pub fn stats_text(&self) -> String {
+        Self::stats_text_of(&self.stats_json())
+    }
+
+    /// [`Chain::stats_text`] of statistics already taken with [`Chain::stats_json`]
+    /// (a pass's statistics may walk its whole shadow state: take them once).
+    pub fn stats_text_of(stats: &serde_json::Value) -> String {
         use std::fmt::Write;
         let mut s = String::new();
-        for (p, st) in self.passes.iter().zip(&self.stats) {
+        let passes = stats["passes"].as_array().map_or(&[][..], |v| v);
+        for p in passes {
+            let n = |k: &str| p[k].as_u64().unwrap_or(0);
             let _ = writeln!(
                 s,
                 "pass {:<12} events in {:>12}  accesses in {:>12}  dropped {:>12}",
-                p.name(),
-                st.total_in(),
-                st.accesses_in(),
-                st.dropped.load(std::sync::atomic::Ordering::Relaxed)
+                p["name"].as_str().unwrap_or(""),
+                n("events_in"),
+                n("accesses_in"),
+                n("dropped")
             );
-            if let Some(extra) = p.stats()
-                && let Some(obj) = extra.as_object()
-            {
+            if let Some(obj) = p["details"].as_object() {
                 for (k, v) in obj {
                     let _ = writeln!(s, "  {k:<24} {v}");
                 }

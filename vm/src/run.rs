@@ -350,8 +350,8 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
             warnings_text.push(render_text(w, &*env, &b.chain.shared.ctxs));
             warnings_json.push(warning_json(w, &*env, &b.chain.shared.ctxs));
         }
-        stats_text = b.chain.stats_text();
         stats = b.chain.stats_json();
+        stats_text = analyses::Chain::stats_text_of(&stats);
         output_errors.extend(b.chain.output_errors());
     }
     output_errors.extend(rt.out.error());
