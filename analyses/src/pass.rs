@@ -117,16 +117,25 @@ pub enum InlineCheck {
     /// - a read is decided when the word `r` at `cell + R_OFF` equals `e`, or when
     ///   `r` has [`FASTTRACK_SHARED_TAG`], `p = r & !TAG` points to a `u32` length
     ///   `n`, `tid(e) < n` and the `u32` at `p + 4 + 4 * tid(e)` equals `clock(e)`
-    ///   (read-shared same epoch).
+    ///   (read-shared same epoch). Before that walk, a tagged `r` may be decided
+    ///   from its cell alone: with `mask` and `key` the words at
+    ///   [`FASTTRACK_READ_MASK_OFF`] and [`FASTTRACK_READ_KEY_OFF`] after the
+    ///   thread's epoch word, the read is read-shared same epoch when the word at
+    ///   `cell + R_SITE_OFF` has `word & mask == key` (the cell's cache of recent
+    ///   readers, [`fasttrack_read_key`]).
     ///
     /// The cells are written only under their lock, with atomic stores; the
     /// producer's loads must be at least `Acquire` on the tagged pointer.
     ///
     /// The producer may also apply FT2's [read exclusive] and [write exclusive]
     /// rules in the case where they cannot find a race: with `w` and `r` the words
-    /// it loaded, `r` untagged and each of `w`, `r` either 0 or an epoch of the
-    /// thread (`w >> 32 == tid(e)`; a locked `w` is neither), it takes the cell's
-    /// lock by a compare-and-swap of `w` with `w | FASTTRACK_LOCKED` (failure:
+    /// it loaded, `r` untagged and each of `w`, `r` either 0, an epoch of the
+    /// thread (`w >> 32 == tid(e)`) or an epoch `c@u` ordered before the thread
+    /// (`u` below the length at [`THREAD_VC_LEN_OFF`] after the thread's epoch
+    /// word and `c` at most the `u32` entry `u` of the array whose address is at
+    /// [`THREAD_VC_PTR_OFF`]: its vector clock; a locked `w` or a tagged `r` is
+    /// none of these), it takes the cell's lock by a compare-and-swap of `w` with
+    /// `w | FASTTRACK_LOCKED` (failure:
     /// deliver the access), checks that `r` is unchanged (otherwise stores `w` back
     /// and delivers), and then, for a read, stores `e` at `R_OFF`, the packed site
     /// (`site | ctx << 32`, with the thread's current call context) at `R_SITE_OFF`,
@@ -219,6 +228,30 @@ pub const FASTTRACK_W_SITE_OFF: i32 = 16;
 pub const FASTTRACK_R_SITE_OFF: i32 = 24;
 /// The lock bit of a cell's `W` word ([`InlineCheck::FastTrack`]).
 pub const FASTTRACK_LOCKED: u64 = 1 << 62;
+/// Offsets from a thread's epoch word ([`crate::thread::ThreadCx::epoch_word`]) of
+/// the mask and the key of its current epoch in a read-shared cell's cache of
+/// recent readers ([`fasttrack_read_key`]).
+pub const FASTTRACK_READ_MASK_OFF: i32 = 8;
+pub const FASTTRACK_READ_KEY_OFF: i32 = 16;
+/// Offsets from a thread's epoch word of the address of its vector clock's entries
+/// (`u32` each) and of their number ([`InlineCheck::FastTrack`]'s exclusive rules).
+pub const THREAD_VC_PTR_OFF: i32 = 24;
+pub const THREAD_VC_LEN_OFF: i32 = 32;
+
+/// The `(mask, key)` of epoch `clock@tid` in the cache of recent readers that a
+/// read-shared FastTrack cell keeps in its `R_SITE` word ([`InlineCheck::FastTrack`]):
+/// two 32-bit slots, thread `t` in slot `t & 1` as `(t >> 1) << 24 | clock`. A word
+/// `x` holds the epoch iff `x & mask == key`. An epoch that has no slot form (thread
+/// 512 or more, clock 0 or 2^24 or more) gets a mask and key that no word matches.
+#[inline]
+pub const fn fasttrack_read_key(tid: u32, clock: u32) -> (u64, u64) {
+    if tid >= 512 || clock == 0 || clock >= 1 << 24 {
+        return (0, 1);
+    }
+    let shift = 32 * (tid & 1);
+    let entry = ((tid >> 1) << 24 | clock) as u64;
+    ((u32::MAX as u64) << shift, entry << shift)
+}
 
 /// Accesses at one site that the producer decided inline with the chain's
 /// [`InlineCheck`] during one thread, by the rule that decided them, with one

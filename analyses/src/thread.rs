@@ -76,8 +76,37 @@ pub struct ThreadCx {
     /// can change the thread's clock, at an address that stays put while the context
     /// moves: a producer's generated code reads it for the inline same-epoch check
     /// ([`crate::pass::InlineCheck`]). Only this thread's events write it.
-    pub(crate) epoch_word: Box<AtomicU64>,
+    pub(crate) epoch_word: Box<EpochWords>,
 }
+
+/// A thread's packed epoch and, after it, the epoch's mask and key in the caches
+/// of recent readers of FastTrack's read-shared cells
+/// ([`crate::pass::fasttrack_read_key`], at [`crate::pass::FASTTRACK_READ_MASK_OFF`]
+/// and [`crate::pass::FASTTRACK_READ_KEY_OFF`]), and where its vector clock's
+/// entries are ([`crate::pass::THREAD_VC_PTR_OFF`], [`crate::pass::THREAD_VC_LEN_OFF`]).
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct EpochWords {
+    epoch: AtomicU64,
+    read_mask: AtomicU64,
+    read_key: AtomicU64,
+    /// The address and length of the thread's vector clock's entries (`u32` each),
+    /// valid until the clock next changes, which only this thread's events do.
+    vc_ptr: AtomicU64,
+    vc_len: AtomicU64,
+}
+
+const _: () = {
+    assert!(
+        std::mem::offset_of!(EpochWords, read_mask)
+            == crate::pass::FASTTRACK_READ_MASK_OFF as usize
+    );
+    assert!(
+        std::mem::offset_of!(EpochWords, read_key) == crate::pass::FASTTRACK_READ_KEY_OFF as usize
+    );
+    assert!(std::mem::offset_of!(EpochWords, vc_ptr) == crate::pass::THREAD_VC_PTR_OFF as usize);
+    assert!(std::mem::offset_of!(EpochWords, vc_len) == crate::pass::THREAD_VC_LEN_OFF as usize);
+};
 
 impl ThreadCx {
     pub fn tid(&self) -> Tid {
@@ -87,13 +116,21 @@ impl ThreadCx {
     /// The thread's packed epoch (see the field); its address is stable for the
     /// context's lifetime.
     pub fn epoch_word(&self) -> &AtomicU64 {
-        &self.epoch_word
+        &self.epoch_word.epoch
     }
 
-    /// Store the current epoch into [`ThreadCx::epoch_word`].
+    /// Store the current epoch into [`ThreadCx::epoch_word`], and after it its
+    /// read-cache mask and key and the place of the vector clock's entries.
     #[inline]
     pub(crate) fn refresh_epoch(&self) {
-        self.epoch_word
-            .store(Epoch::pack(self.state.epoch()), Ordering::Relaxed);
+        let e = self.state.epoch();
+        let (mask, key) = crate::pass::fasttrack_read_key(e.tid, e.clock);
+        let w = &self.epoch_word;
+        w.epoch.store(Epoch::pack(e), Ordering::Relaxed);
+        w.read_mask.store(mask, Ordering::Relaxed);
+        w.read_key.store(key, Ordering::Relaxed);
+        let vc = self.state.vc.as_slice();
+        w.vc_ptr.store(vc.as_ptr() as u64, Ordering::Relaxed);
+        w.vc_len.store(vc.len() as u64, Ordering::Relaxed);
     }
 }

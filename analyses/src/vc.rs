@@ -104,6 +104,10 @@ impl VectorClock {
             .map(|(t, c)| (t as Tid, *c))
     }
     /// Number of slots allocated (for memory statistics).
+    /// The entries `[C[0], C[1], …]` (the vector's own buffer).
+    pub(crate) fn as_slice(&self) -> &[Clock] {
+        &self.c
+    }
     pub fn len(&self) -> usize {
         self.c.len()
     }

@@ -30,7 +30,7 @@ use crate::event::{Event, EventKind, Loc, Op, SiteId, Tid};
 use crate::pass::{
     FASTTRACK_CELL_BYTES, FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SITE_OFF,
     FASTTRACK_SHARED_TAG, FASTTRACK_W_OFF, FASTTRACK_W_SITE_OFF, Flow, InlineCheck, InlineChecks,
-    Local, Pass,
+    Local, Pass, fasttrack_read_key,
 };
 use crate::report::{Reporter, WarningKind};
 use crate::shared::Shared;
@@ -69,19 +69,55 @@ fn unpack_acc(site: u64, index: u64, e: Epoch, op: Op) -> Acc {
 /// the lock holder stores, and only thread `u` ever stores a clock of `u` into entry
 /// `u`), and the last read of each thread (used under the cell's lock only).
 struct SharedReads {
-    /// `[n, R[0], …, R[n-1]]`: the length first, so that the hot word `r` can point
-    /// straight at the array (see [`shared_clock`]).
+    /// `[owner, n, R[0], …, R[n-1]]`: the address of this `SharedReads` in two
+    /// words ([`OWNER_WORDS`], so that the lock holder finds it from `r`), then the
+    /// length, so that the hot word `r` can point straight at `[n, R[0], …]` (see
+    /// [`shared_clock`]).
     clocks: Box<[AtomicU32]>,
     accs: Mutex<Vec<Option<Acc>>>,
-    /// The smaller clock array this one replaced: lock-free readers may still hold
-    /// it, so it lives as long as the cell.
-    _retired: Option<Box<SharedReads>>,
 }
+
+/// Every `SharedReads` the cells of one table have had, current or replaced by a
+/// larger one, freed together when the table is dropped: a replaced clock array
+/// stays readable for lock-free readers that may still hold it, and a cell needs no
+/// drop of its own, so the shadow of a large heap is unmapped at the end without
+/// reading every cell again (crypt: 36 M cells, 1.15 GB).
+#[derive(Default)]
+struct ReadsPool(Mutex<Vec<OwnedReads>>);
+
+/// A `SharedReads` from `Box::into_raw`, owned by its [`ReadsPool`].
+struct OwnedReads(*mut SharedReads);
+
+// SAFETY: `SharedReads` is `Send + Sync` (atomics and a mutex); the pointer is only
+// turned back into its box when the pool is dropped.
+unsafe impl Send for OwnedReads {}
+
+impl ReadsPool {
+    /// Take ownership of `sh`; it lives until the pool is dropped.
+    fn keep(&self, sh: Box<SharedReads>) -> *const SharedReads {
+        let p = Box::into_raw(sh);
+        self.0.lock().push(OwnedReads(p));
+        p
+    }
+}
+
+impl Drop for ReadsPool {
+    fn drop(&mut self) {
+        for OwnedReads(p) in self.0.get_mut().drain(..) {
+            // SAFETY: from `Box::into_raw` in `keep`, freed once, here; the cells
+            // that point at it are being dropped with the pool's table.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+/// Words of [`SharedReads::clocks`] before the length: the owner's address.
+const OWNER_WORDS: usize = 2;
 
 impl SharedReads {
     /// Entries `(u, R[u])` with `R[u] > 0`.
     fn entries(&self) -> impl Iterator<Item = (Tid, u32)> + '_ {
-        self.clocks[1..]
+        self.clocks[OWNER_WORDS + 1..]
             .iter()
             .enumerate()
             .map(|(u, c)| (u as Tid, c.load(Relaxed)))
@@ -90,12 +126,36 @@ impl SharedReads {
     /// `R[t]` (0 past the end).
     fn get(&self, t: Tid) -> u32 {
         self.clocks
-            .get(1 + t as usize)
+            .get(OWNER_WORDS + 1 + t as usize)
             .map_or(0, |c| c.load(Relaxed))
     }
     fn len(&self) -> usize {
-        self.clocks.len() - 1
+        self.clocks.len() - OWNER_WORDS - 1
     }
+}
+
+/// The `SharedReads` whose clocks a tagged `r` points at.
+///
+/// # Safety
+/// `r` must be a cell's tagged `r` word (or one it had), whose [`ReadsPool`] is
+/// still alive.
+unsafe fn shared_owner(r: u64) -> *const SharedReads {
+    let p = (r & !SHARED_TAG) as *const AtomicU32;
+    // SAFETY: `p` points at `clocks[OWNER_WORDS]` of a live `SharedReads`
+    // (caller), whose first two words hold its address, low half first.
+    unsafe {
+        let lo = (*p.sub(2)).load(Relaxed);
+        let hi = (*p.sub(1)).load(Relaxed);
+        (u64::from(lo) | u64::from(hi) << 32) as *const SharedReads
+    }
+}
+
+/// Whether the read-shared cell whose `r_site` word (its cache of recent readers,
+/// [`fasttrack_read_key`]) is `cache` holds `t`'s read in epoch `e`.
+#[inline]
+fn cached_read(cache: u64, e: Epoch) -> bool {
+    let (mask, key) = fasttrack_read_key(e.tid, e.clock);
+    cache & mask == key
 }
 
 /// `R[t]` of a shared read state from the cell's tagged pointer `r`, without the
@@ -103,10 +163,10 @@ impl SharedReads {
 #[inline]
 fn shared_clock(r: u64, t: Tid) -> u32 {
     let p = (r & !SHARED_TAG) as *const AtomicU32;
-    // SAFETY: a tagged `r` holds the address of the `clocks` array of a
-    // `SharedReads` owned by the location's cell (current or retired), which
-    // lives until the shadow tables are dropped; `[0]` is its length, and
-    // `1 + t` is checked against it.
+    // SAFETY: a tagged `r` holds the address of `clocks[OWNER_WORDS..]` of a
+    // `SharedReads` (the cell's current one or one it replaced) owned by the
+    // table's `ReadsPool`, which lives until the shadow tables are dropped; `[0]`
+    // is its length, and `1 + t` is checked against it.
     unsafe {
         let n = (*p).load(Relaxed);
         if t < n {
@@ -125,10 +185,15 @@ const LOCKED: u64 = 1 << 62;
 /// - `w`: the last write `W` as a packed epoch, and the cell's lock ([`LOCKED`]);
 /// - `r`: the read epoch `R` as a packed epoch, or, once reads are concurrent (FT2
 ///   never returns to an epoch), the address of the shared read clock tagged with
-///   [`SHARED_TAG`];
+///   [`SHARED_TAG`] (the `SharedReads` the cell owns, with its readers' clocks and
+///   sites, is found from it: [`shared_owner`]);
 /// - `w_site`: the packed site of `W` ([`pack_site`]);
-/// - `r_site`: the packed site of `R` while it is an epoch; while it is shared, the
-///   `SharedReads` the cell owns (its readers' clocks and sites).
+/// - `r_site`: the packed site of `R` while it is an epoch; while it is shared, a
+///   cache of two recent readers' epochs ([`fasttrack_read_key`]: the thread's
+///   slot holds `(t, R[t])` when it was set), so that a read-shared same-epoch
+///   read is usually decided from the cell's own cache line, without the load of
+///   the clock array (a cache miss per location when the shared locations are
+///   many, as the vector JavaGrande's sparse product reads at random).
 ///
 /// Everything but the lock-free same-epoch checks runs under the lock, which is
 /// taken by a compare-and-swap that sets [`LOCKED`] on `w` and released by storing
@@ -197,45 +262,53 @@ impl Locked<'_> {
         if c.r.load(Relaxed) & SHARED_TAG == 0 {
             return None;
         }
-        let p = c.r_site.load(Relaxed) as *const SharedReads;
-        // SAFETY: while `r` is tagged, `r_site` holds a pointer from `Box::into_raw`
-        // in `set_shared`, freed only by `Cell::drop` (which has `&mut`); an array it
-        // replaced lives on in `retired`. So it outlives this borrow of the cell.
-        Some(unsafe { &*p })
+        // SAFETY: a tagged `r` points at the clocks of a `SharedReads` that
+        // `set_shared` gave to the table's `ReadsPool`, which outlives the cells.
+        Some(unsafe { &*shared_owner(c.r.load(Relaxed)) })
     }
 
-    /// `R[t] := c` on the shared read clocks, growing them if `t` has no entry yet,
-    /// and point `r` at them; `acc` becomes `t`'s last read.
-    fn set_shared(&self, t: Tid, c: u32, acc: Acc) {
+    /// `R[t] := c` on the shared read clocks, growing them if `t` has no entry yet
+    /// (a new `SharedReads`, kept by `pool`), and point `r` at them; `acc` becomes
+    /// `t`'s last read.
+    fn set_shared(&self, pool: &ReadsPool, t: Tid, c: u32, acc: Acc) {
         let cell = self.cell;
         let cur = self.shared();
         if cur.is_none_or(|sh| (t as usize) >= sh.len()) {
             let n = (t as usize + 1).max(cur.map_or(0, |sh| 2 * sh.len()));
-            let clocks: Box<[AtomicU32]> = std::iter::once(n as u32)
+            let clocks: Box<[AtomicU32]> = [0, 0, n as u32]
+                .into_iter()
                 .chain((0..n).map(|u| cur.map_or(0, |sh| sh.get(u as Tid))))
                 .map(AtomicU32::new)
                 .collect();
             let accs = cur
                 .map(|sh| std::mem::take(&mut *sh.accs.lock()))
                 .unwrap_or_default();
-            // SAFETY: a current shared state came from `Box::into_raw` in an
-            // earlier `set_shared`; its ownership moves into `retired`, so it is
-            // not freed while lock-free readers may hold its clocks.
-            let retired = cur
-                .map(|sh| unsafe { Box::from_raw(sh as *const SharedReads as *mut SharedReads) });
             let fresh = Box::new(SharedReads {
                 clocks,
                 accs: Mutex::new(accs),
-                _retired: retired,
             });
-            let addr = fresh.clocks.as_ptr() as u64;
+            let addr = fresh.clocks[OWNER_WORDS..].as_ptr() as u64;
             debug_assert_eq!(addr & SHARED_TAG, 0);
-            cell.r_site.store(Box::into_raw(fresh) as u64, Relaxed);
+            let owner = pool.keep(fresh);
+            // SAFETY: kept by the pool, which outlives this call.
+            let words = unsafe { &(*owner).clocks };
+            words[0].store(owner as u64 as u32, Relaxed);
+            words[1].store((owner as u64 >> 32) as u32, Relaxed);
+            if cur.is_none() {
+                // `r_site` becomes the (empty) cache of readers before `r` is
+                // tagged, so that a reader who sees the tag sees no site there.
+                cell.r_site.store(0, Relaxed);
+            }
             cell.r.store(addr | SHARED_TAG, Release);
         }
         let sh = self.shared().expect("installed above");
-        sh.clocks[1 + t as usize].store(c, Relaxed);
+        sh.clocks[OWNER_WORDS + 1 + t as usize].store(c, Relaxed);
         set_acc(&mut sh.accs.lock(), acc);
+        // `t`'s slot of the cache: `(t, c)`, or empty for an epoch with no slot form.
+        let slot = u64::from(u32::MAX) << (32 * (t & 1));
+        let (mask, key) = fasttrack_read_key(t, c);
+        let kept = cell.r_site.load(Relaxed) & !slot;
+        cell.r_site.store(kept | (key & mask), Relaxed);
     }
 }
 
@@ -244,16 +317,6 @@ impl Drop for Locked<'_> {
     fn drop(&mut self) {
         debug_assert_eq!(self.w & LOCKED, 0);
         self.cell.w.store(self.w, Release);
-    }
-}
-
-impl Drop for Cell {
-    fn drop(&mut self) {
-        if *self.r.get_mut() & SHARED_TAG != 0 {
-            let p = *self.r_site.get_mut() as *mut SharedReads;
-            // SAFETY: from `Box::into_raw` in `set_shared`; no reader is left.
-            drop(unsafe { Box::from_raw(p) });
-        }
     }
 }
 
@@ -339,6 +402,8 @@ impl Rule {
 pub(crate) struct FtCells {
     /// Per location, its cell.
     cells: PageTable<Cell>,
+    /// The shared read states of the cells.
+    reads: ReadsPool,
     /// Per location, the trace lines of `W` and `R`, once an event with a line
     /// arrived (`lines_used`); written and read under the location's cell lock.
     lines: PageTable<Lines>,
@@ -379,7 +444,9 @@ impl FtCells {
         let r = h.r.load(Acquire);
         if r == Epoch::pack(e) {
             Rule::ReadSameEpoch
-        } else if r & SHARED_TAG != 0 && shared_clock(r, t.tid) == e.clock {
+        } else if r & SHARED_TAG != 0
+            && (cached_read(h.r_site.load(Relaxed), e) || shared_clock(r, t.tid) == e.clock)
+        {
             Rule::ReadSharedSameEpoch
         } else {
             self.read_locked(t, h, loc, cur, race)
@@ -399,7 +466,10 @@ impl FtCells {
             Op::Write => h.w.load(Relaxed) == Epoch::pack(e),
             Op::Read => {
                 let r = h.r.load(Acquire);
-                r == Epoch::pack(e) || (r & SHARED_TAG != 0 && shared_clock(r, t.tid) == e.clock)
+                r == Epoch::pack(e)
+                    || (r & SHARED_TAG != 0
+                        && (cached_read(h.r_site.load(Relaxed), e)
+                            || shared_clock(r, t.tid) == e.clock))
             }
         }
     }
@@ -429,7 +499,7 @@ impl FtCells {
         let mut lk = c.lock();
         if shared {
             for (e, a) in reads {
-                lk.set_shared(e.tid, e.clock, *a);
+                lk.set_shared(&self.reads, e.tid, e.clock, *a);
             }
         } else if let Some((e, a)) = reads.first() {
             c.r_site.store(pack_site(a), Relaxed);
@@ -484,7 +554,7 @@ impl FtCells {
         }
         if lk.shared().is_some() {
             // [FT read shared]
-            lk.set_shared(t.tid, e.clock, *cur);
+            lk.set_shared(&self.reads, t.tid, e.clock, *cur);
             return Rule::ReadShared;
         }
         let r = Epoch::unpack(r);
@@ -500,8 +570,8 @@ impl FtCells {
             // [FT read share]
             let line = lines.map_or(0, |l| l.r.load(Relaxed));
             let prev = unpack_acc(c.r_site.load(Relaxed), line, r, Op::Read);
-            lk.set_shared(r.tid, r.clock, prev);
-            lk.set_shared(t.tid, e.clock, *cur);
+            lk.set_shared(&self.reads, r.tid, r.clock, prev);
+            lk.set_shared(&self.reads, t.tid, e.clock, *cur);
             Rule::ReadShare
         }
     }
@@ -696,27 +766,101 @@ mod tests {
 
     #[test]
     fn shared_read_clocks_grow_and_stay_readable_through_the_hot_half() {
+        let pool = ReadsPool::default();
         let c = Cell::default();
         let h = &c;
-        c.lock().set_shared(1, 4, acc(1));
+        c.lock().set_shared(&pool, 1, 4, acc(1));
         let r1 = h.r.load(Relaxed);
         assert_ne!(r1 & SHARED_TAG, 0);
         assert_eq!(shared_clock(r1, 1), 4);
         assert_eq!(shared_clock(r1, 0), 0);
         assert_eq!(shared_clock(r1, 7), 0, "past the end");
         // Growing moves the clocks to a new array; the old one stays valid.
-        c.lock().set_shared(9, 2, acc(9));
+        c.lock().set_shared(&pool, 9, 2, acc(9));
         let r2 = h.r.load(Relaxed);
         assert_ne!(r1, r2);
         assert_eq!(shared_clock(r2, 1), 4);
         assert_eq!(shared_clock(r2, 9), 2);
-        assert_eq!(shared_clock(r1, 1), 4, "retired array still readable");
+        assert_eq!(shared_clock(r1, 1), 4, "the replaced array stays readable");
         let lk = c.lock();
         let sh = lk.shared().unwrap();
         assert_eq!(sh.entries().collect::<Vec<_>>(), vec![(1, 4), (9, 2)]);
         let accs = sh.accs.lock();
         assert_eq!(accs[1].map(|a| a.site), Some(SiteId(2)));
         assert_eq!(accs[9].map(|a| a.site), Some(SiteId(10)));
+    }
+
+    #[test]
+    fn the_cache_of_readers_holds_exactly_the_latest_read_of_its_slots() {
+        let pool = ReadsPool::default();
+        let c = Cell::default();
+        let cache = || c.r_site.load(Relaxed);
+        c.r_site.store(pack_site(&acc(1)), Relaxed);
+        c.lock().set_shared(&pool, 1, 4, acc(1));
+        assert!(cached_read(cache(), Epoch::new(1, 4)));
+        assert!(
+            !cached_read(cache(), Epoch::new(1, 5)),
+            "a later epoch of 1"
+        );
+        assert!(
+            !cached_read(cache(), Epoch::new(3, 4)),
+            "same slot, other thread"
+        );
+        c.lock().set_shared(&pool, 2, 9, acc(2));
+        assert!(
+            cached_read(cache(), Epoch::new(1, 4)),
+            "the other slot stays"
+        );
+        assert!(cached_read(cache(), Epoch::new(2, 9)));
+        // Thread 3 takes thread 1's slot: 1 is then decided on the clock array.
+        c.lock().set_shared(&pool, 3, 4, acc(3));
+        assert!(!cached_read(cache(), Epoch::new(1, 4)));
+        assert!(cached_read(cache(), Epoch::new(3, 4)));
+        let r = c.r.load(Relaxed);
+        assert_eq!(shared_clock(r, 1), 4);
+        // Epochs with no slot form never match, and clear the slot.
+        c.lock().set_shared(&pool, 3, 1 << 24, acc(3));
+        assert!(!cached_read(cache(), Epoch::new(3, 1 << 24)));
+        assert!(!cached_read(cache(), Epoch::new(3, 4)));
+        c.lock().set_shared(&pool, 600, 2, acc(600));
+        assert!(!cached_read(cache(), Epoch::new(600, 2)));
+        assert!(
+            !cached_read(cache(), Epoch::new(2, 9)),
+            "600's slot (0) is cleared"
+        );
+        assert_eq!(
+            shared_clock(c.r.load(Relaxed), 2),
+            9,
+            "the clock array decides it"
+        );
+    }
+
+    #[test]
+    fn read_keys_are_distinct_for_distinct_epochs() {
+        let epochs: Vec<(Tid, u32)> = [0, 1, 2, 3, 255, 510, 511]
+            .into_iter()
+            .flat_map(|t| [1, 2, 255, 256, (1 << 24) - 1].map(|c| (t, c)))
+            .collect();
+        for &(t, c) in &epochs {
+            let (mask, key) = fasttrack_read_key(t, c);
+            assert_eq!(key & mask, key);
+            for &(u, d) in &epochs {
+                let (m2, k2) = fasttrack_read_key(u, d);
+                // `u`'s key stored alone in its slot matches `t`'s test only if
+                // they are the same epoch.
+                assert_eq!(
+                    k2 & mask == key && m2 != 0,
+                    (t, c) == (u, d),
+                    "{t}@{c} {u}@{d}"
+                );
+            }
+        }
+        for (t, c) in [(0, 0), (1, 0), (512, 1), (1, 1 << 24), (7, u32::MAX)] {
+            let (mask, key) = fasttrack_read_key(t, c);
+            for cache in [0, u64::MAX, 0x0100_0001_0100_0001] {
+                assert_ne!(cache & mask, key, "{t}@{c}: no cache word matches");
+            }
+        }
     }
 
     #[test]

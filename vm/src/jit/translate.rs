@@ -43,6 +43,8 @@ use super::{InlineDetector, InlineSite, JitOptions};
 struct ExclusiveAt {
     cell: Value,
     e: Value,
+    /// The address of the thread's epoch word (and the words after it).
+    ep: Value,
     site: SiteId,
     entry: usize,
     obj: Value,
@@ -634,6 +636,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     ) {
         use analyses::pass::{
             FASTTRACK_CELL_BYTES as CELL, FASTTRACK_DIRECT_BITS as DIRECT, FASTTRACK_R_OFF,
+            FASTTRACK_R_SITE_OFF, FASTTRACK_READ_KEY_OFF, FASTTRACK_READ_MASK_OFF,
             FASTTRACK_SHARED_TAG as TAG, FASTTRACK_W_OFF, GUARD_CELL_BYTES, GUARD_OUTSIDE,
             GUARD_SHARED_TAG,
         };
@@ -712,6 +715,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let excl = ExclusiveAt {
             cell,
             e,
+            ep,
             site,
             entry,
             obj,
@@ -742,12 +746,22 @@ impl<'a, 'b> Translator<'a, 'b> {
                 rv,
                 false,
             );
+            // First the cell's cache of recent readers: `r_site & mask == key`
+            // with the thread's mask and key after its epoch word.
             self.b.switch_to_block(shared);
+            let cache = self.b.ins().load(I64, m, cell, FASTTRACK_R_SITE_OFF);
+            let mask = self.b.ins().load(I64, m, ep, FASTTRACK_READ_MASK_OFF);
+            let key = self.b.ins().load(I64, m, ep, FASTTRACK_READ_KEY_OFF);
+            let held = self.b.ins().band(cache, mask);
+            let cached = self.b.ins().icmp(IntCC::Equal, held, key);
+            let hit_shared = self.b.create_block();
+            let walk_clock = self.b.create_block();
+            self.b.ins().brif(cached, hit_shared, &[], walk_clock, &[]);
+            self.b.switch_to_block(walk_clock);
             let tid = self.b.ins().ushr_imm_u(e, 32);
             let r_t = self.tagged_entry(rv, TAG, tid, types::I32, call);
             let clock = self.b.ins().band_imm_s(e, u32::MAX as i64);
             let same = self.b.ins().icmp(IntCC::Equal, r_t, clock);
-            let hit_shared = self.b.create_block();
             self.b.ins().brif(same, hit_shared, &[], call, &[]);
             self.b.switch_to_block(hit_shared);
             self.count_inline(entry, INLINE_FAST_SHARED, obj);
@@ -783,7 +797,8 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     /// FT2's [read exclusive] or [write exclusive] rule on `at.cell`, in the case
     /// where it cannot find a race (`analyses::pass::InlineCheck::FastTrack`): the
-    /// cell's `W` and `R` are each 0 or an epoch of this thread, `R` not shared, and
+    /// cell's `W` and `R` are each 0, an epoch of this thread or one ordered before
+    /// it by its vector clock, `R` not shared, and
     /// the thread's call context is the one of its current stack (no call from
     /// below the current depth since the runtime last handed the stack to the chain,
     /// `JitThread::ctx_word`). Then, under the cell's lock (a compare-and-swap of
@@ -795,7 +810,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn exclusive_rule(&mut self, at: &ExclusiveAt, first: Value, is_write: bool) {
         use analyses::pass::{
             FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SITE_OFF, FASTTRACK_W_OFF,
-            FASTTRACK_W_SITE_OFF,
+            FASTTRACK_W_SITE_OFF, THREAD_VC_LEN_OFF, THREAD_VC_PTR_OFF,
         };
         let m = MemFlagsData::trusted();
         let call = at.call;
@@ -841,7 +856,18 @@ impl<'a, 'b> Translator<'a, 'b> {
         let (w_own, r_own) = (own(wv), own(rv));
         let both = self.b.ins().band(w_own, r_own);
         let lock = self.b.create_block();
-        self.b.ins().brif(both, lock, &[], call, &[]);
+        let ordered = self.b.create_block();
+        self.b.ins().brif(both, lock, &[], ordered, &[]);
+        // Else each of `W`, `R` own, none, or ordered before the thread by its
+        // vector clock (a locked `W` or a tagged `R` has a thread id past every
+        // clock's length, so it is not).
+        self.b.switch_to_block(ordered);
+        let vp = self.b.ins().load(I64, m, at.ep, THREAD_VC_PTR_OFF);
+        let vn = self.b.ins().load(I64, m, at.ep, THREAD_VC_LEN_OFF);
+        let r_check = self.b.create_block();
+        self.ordered_before(wv, w_own, (vp, vn), r_check, call);
+        self.b.switch_to_block(r_check);
+        self.ordered_before(rv, r_own, (vp, vn), lock, call);
         self.b.switch_to_block(lock);
         let locked = self.b.ins().bor_imm_s(wv, FASTTRACK_LOCKED as i64);
         let w_addr = self.b.ins().iadd_imm_s(at.cell, i64::from(FASTTRACK_W_OFF));
@@ -874,6 +900,33 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.count_inline(at.entry, INLINE_EXCL, at.obj);
         self.count_guarded(at.guard);
         self.b.ins().jump(at.cont, &[]);
+    }
+
+    /// Jump to `yes` if `own` (the epoch word `v` is 0 or the thread's own) or if `v`
+    /// is an epoch `c@u` with `u < n` and `c <= vc[u]`, where `(vc, n)` are the
+    /// address and length of the thread's vector clock's entries; else to `no`.
+    fn ordered_before(
+        &mut self,
+        v: Value,
+        own: Value,
+        (vc, n): (Value, Value),
+        yes: ir::Block,
+        no: ir::Block,
+    ) {
+        let m = MemFlagsData::trusted();
+        let (other, inside) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(own, yes, &[], other, &[]);
+        self.b.switch_to_block(other);
+        let u = self.b.ins().ushr_imm_u(v, 32);
+        let has = self.b.ins().icmp(IntCC::UnsignedLessThan, u, n);
+        self.b.ins().brif(has, inside, &[], no, &[]);
+        self.b.switch_to_block(inside);
+        let off = self.b.ins().ishl_imm_u(u, 2);
+        let p = self.b.ins().iadd(vc, off);
+        let vc_u = self.b.ins().uload32(m, p, 0);
+        let c = self.b.ins().band_imm_s(v, u32::MAX as i64);
+        let leq = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, c, vc_u);
+        self.b.ins().brif(leq, yes, &[], no, &[]);
     }
 
     /// Entry `i` of the array `[n, e_0, …, e_{n-1}]` (each of type `ty`, `I32` or
