@@ -64,6 +64,7 @@ pub enum Rt {
     EvArrayWrite,
     EvSpec,
     Check,
+    Ordered,
 }
 
 /// Codes of [`jit_error`]: the runtime errors that generated code detects inline.
@@ -84,7 +85,7 @@ pub mod err {
 use Ty::{F64, I64};
 
 impl Rt {
-    pub const ALL: [Rt; 24] = [
+    pub const ALL: [Rt; 25] = [
         Rt::Point,
         Rt::Error,
         Rt::New,
@@ -109,6 +110,7 @@ impl Rt {
         Rt::EvArrayWrite,
         Rt::EvSpec,
         Rt::Check,
+        Rt::Ordered,
     ];
 
     /// Symbol name, parameters (the context pointer first, for every function but
@@ -151,6 +153,7 @@ impl Rt {
                 &[I64, I64, I64, I64, I64, I64, I64],
                 None,
             ),
+            Rt::Ordered => ("capvm_jit_ordered", &[I64, I64, I64], Some(I64)),
         }
     }
 
@@ -177,6 +180,7 @@ impl Rt {
             Rt::Print => jit_print as extern "C" fn(C, u64, *const u64) as *const u8,
             Rt::Math => jit_math as extern "C" fn(u64, u64, u64) -> u64 as *const u8,
             Rt::FRem => jit_frem as extern "C" fn(f64, f64) -> f64 as *const u8,
+            Rt::Ordered => jit_ordered as extern "C" fn(u64, u64, u64) -> u64 as *const u8,
             Rt::VolatileRead => {
                 jit_volatile_read as extern "C" fn(C, u64, u64, u64, u64) -> u64 as *const u8
             }
@@ -195,7 +199,7 @@ impl Rt {
 
     /// Whether the first parameter is the thread context.
     pub fn takes_ctx(self) -> bool {
-        !matches!(self, Rt::Math | Rt::FRem)
+        !matches!(self, Rt::Math | Rt::FRem | Rt::Ordered)
     }
 }
 
@@ -433,6 +437,33 @@ extern "C" fn jit_print(t: *mut JitThread, id: u64, vals: *const u64) {
 /// interpreter's [`ops::math`]). `func` is the index in [`super::translate::MATH_FNS`].
 extern "C" fn jit_math(func: u64, a: u64, b: u64) -> u64 {
     ops::math(super::translate::MATH_FNS[func as usize], &[a, b])
+}
+
+/// Whether the cell words `w` and `r` (FastTrack's `W` and `R`) are each 0, an epoch
+/// of the thread or an epoch ordered before it by its vector clock, for the inline
+/// exclusive rules (`analyses::pass::InlineCheck::FastTrack`); `ep` is the address of
+/// the thread's epoch word, with the address and length of its vector clock's
+/// entries after it. A locked `W` or a tagged `R` has a thread id past every clock's
+/// length, so it is none of these. Out of line, off the hot path: a handful of
+/// blocks at every access site made the generated code, and its compilation's peak
+/// memory, markedly larger.
+extern "C" fn jit_ordered(ep: u64, w: u64, r: u64) -> u64 {
+    use analyses::pass::{THREAD_VC_LEN_OFF, THREAD_VC_PTR_OFF};
+    let p = ep as *const u64;
+    // SAFETY: `ep` is the running thread's `JitThread::epoch`, the address of its
+    // `ThreadCx::epoch_word`, followed by the words the offsets name; the clock's
+    // entries stay in place until the thread's next synchronization event, which
+    // cannot happen during this call.
+    let (e, vc) = unsafe {
+        let vp = *p.byte_add(THREAD_VC_PTR_OFF as usize) as *const u32;
+        let n = *p.byte_add(THREAD_VC_LEN_OFF as usize) as usize;
+        (*p, std::slice::from_raw_parts(vp, n))
+    };
+    let ok = |v: u64| {
+        let u = (v >> 32) as usize;
+        v == 0 || v >> 32 == e >> 32 || vc.get(u).is_some_and(|&c| v as u32 <= c)
+    };
+    u64::from(ok(w) && ok(r))
 }
 
 /// Java's `%` on doubles ([`ops::binary`]).

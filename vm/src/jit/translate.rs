@@ -43,8 +43,6 @@ use super::{InlineDetector, InlineSite, JitOptions};
 struct ExclusiveAt {
     cell: Value,
     e: Value,
-    /// The address of the thread's epoch word (and the words after it).
-    ep: Value,
     site: SiteId,
     entry: usize,
     obj: Value,
@@ -715,7 +713,6 @@ impl<'a, 'b> Translator<'a, 'b> {
         let excl = ExclusiveAt {
             cell,
             e,
-            ep,
             site,
             entry,
             obj,
@@ -748,7 +745,10 @@ impl<'a, 'b> Translator<'a, 'b> {
             );
             // First the cell's cache of recent readers: `r_site & mask == key`
             // with the thread's mask and key after its epoch word.
+            // (`ep` loaded again: keeping it live from the top would take a
+            // register across the whole check, in the hottest loops.)
             self.b.switch_to_block(shared);
+            let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
             let cache = self.b.ins().load(I64, m, cell, FASTTRACK_R_SITE_OFF);
             let mask = self.b.ins().load(I64, m, ep, FASTTRACK_READ_MASK_OFF);
             let key = self.b.ins().load(I64, m, ep, FASTTRACK_READ_KEY_OFF);
@@ -810,7 +810,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn exclusive_rule(&mut self, at: &ExclusiveAt, first: Value, is_write: bool) {
         use analyses::pass::{
             FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SITE_OFF, FASTTRACK_W_OFF,
-            FASTTRACK_W_SITE_OFF, THREAD_VC_LEN_OFF, THREAD_VC_PTR_OFF,
+            FASTTRACK_W_SITE_OFF,
         };
         let m = MemFlagsData::trusted();
         let call = at.call;
@@ -857,17 +857,16 @@ impl<'a, 'b> Translator<'a, 'b> {
         let both = self.b.ins().band(w_own, r_own);
         let lock = self.b.create_block();
         let ordered = self.b.create_block();
+        self.b.set_cold_block(ordered);
         self.b.ins().brif(both, lock, &[], ordered, &[]);
         // Else each of `W`, `R` own, none, or ordered before the thread by its
-        // vector clock (a locked `W` or a tagged `R` has a thread id past every
-        // clock's length, so it is not).
+        // vector clock, decided by a small runtime function (no chain, no lock).
         self.b.switch_to_block(ordered);
-        let vp = self.b.ins().load(I64, m, at.ep, THREAD_VC_PTR_OFF);
-        let vn = self.b.ins().load(I64, m, at.ep, THREAD_VC_LEN_OFF);
-        let r_check = self.b.create_block();
-        self.ordered_before(wv, w_own, (vp, vn), r_check, call);
-        self.b.switch_to_block(r_check);
-        self.ordered_before(rv, r_own, (vp, vn), lock, call);
+        let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
+        let ok = self
+            .call_rt(Rt::Ordered, &[ep, wv, rv])
+            .expect("returns a word");
+        self.b.ins().brif(ok, lock, &[], call, &[]);
         self.b.switch_to_block(lock);
         let locked = self.b.ins().bor_imm_s(wv, FASTTRACK_LOCKED as i64);
         let w_addr = self.b.ins().iadd_imm_s(at.cell, i64::from(FASTTRACK_W_OFF));
@@ -900,33 +899,6 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.count_inline(at.entry, INLINE_EXCL, at.obj);
         self.count_guarded(at.guard);
         self.b.ins().jump(at.cont, &[]);
-    }
-
-    /// Jump to `yes` if `own` (the epoch word `v` is 0 or the thread's own) or if `v`
-    /// is an epoch `c@u` with `u < n` and `c <= vc[u]`, where `(vc, n)` are the
-    /// address and length of the thread's vector clock's entries; else to `no`.
-    fn ordered_before(
-        &mut self,
-        v: Value,
-        own: Value,
-        (vc, n): (Value, Value),
-        yes: ir::Block,
-        no: ir::Block,
-    ) {
-        let m = MemFlagsData::trusted();
-        let (other, inside) = (self.b.create_block(), self.b.create_block());
-        self.b.ins().brif(own, yes, &[], other, &[]);
-        self.b.switch_to_block(other);
-        let u = self.b.ins().ushr_imm_u(v, 32);
-        let has = self.b.ins().icmp(IntCC::UnsignedLessThan, u, n);
-        self.b.ins().brif(has, inside, &[], no, &[]);
-        self.b.switch_to_block(inside);
-        let off = self.b.ins().ishl_imm_u(u, 2);
-        let p = self.b.ins().iadd(vc, off);
-        let vc_u = self.b.ins().uload32(m, p, 0);
-        let c = self.b.ins().band_imm_s(v, u32::MAX as i64);
-        let leq = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, c, vc_u);
-        self.b.ins().brif(leq, yes, &[], no, &[]);
     }
 
     /// Entry `i` of the array `[n, e_0, …, e_{n-1}]` (each of type `ty`, `I32` or
