@@ -108,6 +108,37 @@ const _: () = {
     assert!(std::mem::offset_of!(EpochWords, vc_len) == crate::pass::THREAD_VC_LEN_OFF as usize);
 };
 
+/// Whether the shadow words `w` and `r` (FastTrack's `W` and `R`,
+/// [`crate::pass::InlineCheck::FastTrack`]) are each 0, an epoch of the thread whose
+/// epoch word is at `epoch_word`, or an epoch ordered before it by its vector clock
+/// ([`Epoch::leq`] on the clock the chain last stored beside the word): the case in
+/// which FT2's exclusive rules find no race. A locked `W` or a tagged `R` has a
+/// thread id past every clock's length, so it is none of these. For producers that
+/// apply the rules in generated code and test this case out of line.
+///
+/// # Safety
+/// `epoch_word` is the address [`ThreadCx::epoch_word`] gives, of the calling
+/// thread's own context, which lives; the clock's entries stay in place until that
+/// thread's next synchronization event, which cannot happen during the call.
+pub unsafe fn ordered_before_thread(epoch_word: *const u64, w: u64, r: u64) -> bool {
+    // SAFETY: `ThreadCx::epoch_word` is the first field of a live `EpochWords`
+    // (`repr(C)`), whose clock address and length the chain keeps current
+    // (`ThreadCx::refresh_epoch`; caller).
+    let (e, vc) = unsafe {
+        let words = &*(epoch_word as *const EpochWords);
+        let vc = std::slice::from_raw_parts(
+            words.vc_ptr.load(Ordering::Relaxed) as *const crate::vc::Clock,
+            words.vc_len.load(Ordering::Relaxed) as usize,
+        );
+        (Epoch::unpack(words.epoch.load(Ordering::Relaxed)), vc)
+    };
+    let ok = |v: u64| {
+        let x = Epoch::unpack(v);
+        v == 0 || x.tid == e.tid || vc.get(x.tid as usize).is_some_and(|&c| x.clock <= c)
+    };
+    ok(w) && ok(r)
+}
+
 impl ThreadCx {
     pub fn tid(&self) -> Tid {
         self.state.tid
@@ -132,5 +163,36 @@ impl ThreadCx {
         let vc = self.state.vc.as_slice();
         w.vc_ptr.store(vc.as_ptr() as u64, Ordering::Relaxed);
         w.vc_len.store(vc.len() as u64, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pass::{FASTTRACK_LOCKED, FASTTRACK_SHARED_TAG};
+
+    #[test]
+    fn ordered_before_thread_follows_the_clock_and_rejects_tagged_words() {
+        let mut vc = VectorClock::new();
+        vc.set(0, 5);
+        vc.set(2, 7);
+        let cx = ThreadCx {
+            state: ThreadState::new(2, vc),
+            locals: Vec::new(),
+            counts: Vec::new(),
+            epoch_word: Box::default(),
+        };
+        cx.refresh_epoch();
+        let ep = cx.epoch_word().as_ptr() as *const u64;
+        let at = |t: Tid, c: u32| Epoch::pack(Epoch::new(t, c));
+        // SAFETY: `cx` is alive and this thread's; nothing changes its clock here.
+        let ok = |w, r| unsafe { ordered_before_thread(ep, w, r) };
+        assert!(ok(0, 0));
+        assert!(ok(at(2, 7), at(2, 3)), "own epochs");
+        assert!(ok(at(0, 5), 0), "ordered: 5 <= C[0]");
+        assert!(!ok(at(0, 6), 0), "concurrent: 6 > C[0]");
+        assert!(!ok(0, at(1, 1)), "no entry for thread 1");
+        assert!(!ok(at(0, 1) | FASTTRACK_LOCKED, 0), "a locked W");
+        assert!(!ok(0, at(0, 1) | FASTTRACK_SHARED_TAG), "a tagged R");
     }
 }

@@ -103,11 +103,11 @@ impl VectorClock {
             .filter(|(_, c)| **c > 0)
             .map(|(t, c)| (t as Tid, *c))
     }
-    /// Number of slots allocated (for memory statistics).
     /// The entries `[C[0], C[1], …]` (the vector's own buffer).
     pub(crate) fn as_slice(&self) -> &[Clock] {
         &self.c
     }
+    /// Number of slots allocated (for memory statistics).
     pub fn len(&self) -> usize {
         self.c.len()
     }

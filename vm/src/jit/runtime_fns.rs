@@ -439,31 +439,15 @@ extern "C" fn jit_math(func: u64, a: u64, b: u64) -> u64 {
     ops::math(super::translate::MATH_FNS[func as usize], &[a, b])
 }
 
-/// Whether the cell words `w` and `r` (FastTrack's `W` and `R`) are each 0, an epoch
-/// of the thread or an epoch ordered before it by its vector clock, for the inline
-/// exclusive rules (`analyses::pass::InlineCheck::FastTrack`); `ep` is the address of
-/// the thread's epoch word, with the address and length of its vector clock's
-/// entries after it. A locked `W` or a tagged `R` has a thread id past every clock's
-/// length, so it is none of these. Out of line, off the hot path: a handful of
-/// blocks at every access site made the generated code, and its compilation's peak
-/// memory, markedly larger.
+/// `analyses::thread::ordered_before_thread` for the inline exclusive rules
+/// (`analyses::pass::InlineCheck::FastTrack`); `ep` is the thread's epoch word. Out
+/// of line, off the hot path: inline at every access site its compares made the
+/// generated code, and its compilation's peak memory, markedly larger.
 extern "C" fn jit_ordered(ep: u64, w: u64, r: u64) -> u64 {
-    use analyses::pass::{THREAD_VC_LEN_OFF, THREAD_VC_PTR_OFF};
-    let p = ep as *const u64;
     // SAFETY: `ep` is the running thread's `JitThread::epoch`, the address of its
-    // `ThreadCx::epoch_word`, followed by the words the offsets name; the clock's
-    // entries stay in place until the thread's next synchronization event, which
-    // cannot happen during this call.
-    let (e, vc) = unsafe {
-        let vp = *p.byte_add(THREAD_VC_PTR_OFF as usize) as *const u32;
-        let n = *p.byte_add(THREAD_VC_LEN_OFF as usize) as usize;
-        (*p, std::slice::from_raw_parts(vp, n))
-    };
-    let ok = |v: u64| {
-        let u = (v >> 32) as usize;
-        v == 0 || v >> 32 == e >> 32 || vc.get(u).is_some_and(|&c| v as u32 <= c)
-    };
-    u64::from(ok(w) && ok(r))
+    // own `ThreadCx::epoch_word`; no synchronization event of the thread can happen
+    // during this call.
+    u64::from(unsafe { analyses::thread::ordered_before_thread(ep as *const u64, w, r) })
 }
 
 /// Java's `%` on doubles ([`ops::binary`]).

@@ -471,8 +471,10 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
         say!("{}", render_text(w, &*env, &chain.shared.ctxs));
         json.push(analyses::report::warning_json(w, &*env, &chain.shared.ctxs));
     }
-    if a.stats {
-        say!("{}", chain.stats_text());
+    // Taken once: a pass's statistics may walk its whole shadow state.
+    let stats = (a.stats || a.report.is_some()).then(|| chain.stats_json());
+    if let Some(st) = stats.as_ref().filter(|_| a.stats) {
+        say!("{}", analyses::Chain::stats_text_of(st));
         let mb = run.bytes as f64 / 1e6;
         let rate = run.events as f64 / run.seconds.max(1e-9);
         sayln!(
@@ -484,7 +486,7 @@ fn cmd_analyze(a: AnalyzeArgs) -> i32 {
         );
     }
     if let Some(p) = &a.report {
-        let report = serde_json::json!({ "warnings": json, "stats": chain.stats_json() });
+        let report = serde_json::json!({ "warnings": json, "stats": stats });
         if let Err(code) = write_report(p, &report) {
             return code;
         }

@@ -168,8 +168,10 @@ pub fn cmd_analyze_slp(path: &Path, spec: &str, report: Option<&Path>, stats: bo
             }),
         );
     }
-    if stats {
-        say(&chain.stats_text());
+    // Taken once: a pass's statistics may walk its whole shadow state.
+    let pass_stats = (stats || report.is_some()).then(|| chain.stats_json());
+    if let Some(st) = pass_stats.as_ref().filter(|_| stats) {
+        say(&analyses::Chain::stats_text_of(st));
         let total = start.elapsed().as_secs_f64();
         if run.on_grammar {
             for (name, s) in &run.grammar_stats {
@@ -192,7 +194,7 @@ pub fn cmd_analyze_slp(path: &Path, spec: &str, report: Option<&Path>, stats: bo
         ));
     }
     if let Some(p) = report {
-        let mut st = chain.stats_json();
+        let mut st = pass_stats.unwrap_or_default();
         if let Some(m) = st.as_object_mut()
             && !grammar_json.is_empty()
         {
