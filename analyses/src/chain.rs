@@ -469,6 +469,8 @@ impl Chain {
                 writes_same: d.writes,
                 reads_excl: 0,
                 writes_excl: 0,
+                reads_covered: 0,
+                writes_covered: 0,
             })
             .collect();
         for (i, q) in self.passes[..upto].iter().enumerate() {

@@ -161,6 +161,16 @@ pub enum InlineCheck {
     /// in the thread's table of fine arrays ([`crate::Chain::inline_fine_arrays`]:
     /// [`BIGFOOT_FINE_SLOTS`] words, `a` at [`bigfoot_fine_slot`]`(a)`), whose
     /// elements have cells of their own, written at the check.
+    ///
+    /// After the table, at [`BIGFOOT_COVER_OFF`], the thread's *covered ranges*: for
+    /// reads, then for writes, three words `[a, lo, hi]` (a read check at 0, a write
+    /// check at [`BIGFOOT_COVER_WORDS`]` / 2` words further): elements `lo..hi` of the
+    /// array `a` are inside a range of that kind in the thread's footprint, so an
+    /// element check of that kind on them, which the same-epoch test did not decide,
+    /// changes nothing and the producer may drop it (counted as
+    /// [`InlineChecks::reads_covered`], [`InlineChecks::writes_covered`]). The pass
+    /// keeps `a` out of the table of fine arrays (an element check on a fine array
+    /// applies a rule) and clears the words whenever its footprint is committed.
     FieldChecks {
         /// The address of the top level (`2^TOP_BITS` pointers).
         top: u64,
@@ -169,6 +179,11 @@ pub enum InlineCheck {
 
 /// Words of a thread's table of fine arrays ([`InlineCheck::FieldChecks`]).
 pub const BIGFOOT_FINE_SLOTS: usize = 4096;
+
+/// Byte offset of a thread's covered ranges after its table of fine arrays, and
+/// their words ([`InlineCheck::FieldChecks`]).
+pub const BIGFOOT_COVER_OFF: usize = BIGFOOT_FINE_SLOTS * 8;
+pub const BIGFOOT_COVER_WORDS: usize = 6;
 
 /// The slot of array `a` (its address) in a thread's table of fine arrays
 /// ([`InlineCheck::FieldChecks`]).
@@ -273,14 +288,19 @@ pub struct InlineChecks {
     pub reads_excl: u64,
     /// Writes decided by [write exclusive] on the thread's own earlier epochs.
     pub writes_excl: u64,
+    /// Element read checks dropped because the thread's footprint already covers
+    /// them (BigFoot's covered ranges, [`InlineCheck::FieldChecks`]).
+    pub reads_covered: u64,
+    /// The same for element write checks.
+    pub writes_covered: u64,
 }
 
 impl InlineChecks {
     pub fn reads(&self) -> u64 {
-        self.reads_same + self.reads_shared_same + self.reads_excl
+        self.reads_same + self.reads_shared_same + self.reads_excl + self.reads_covered
     }
     pub fn writes(&self) -> u64 {
-        self.writes_same + self.writes_excl
+        self.writes_same + self.writes_excl + self.writes_covered
     }
 }
 

@@ -469,6 +469,8 @@ struct InlineRun {
     /// BigFoot checks dropped inline by a filter's header test.
     check_dropped_inline: u64,
     exclusive_inline: u64,
+    /// BigFoot element checks dropped inline as covered by the footprint.
+    covered_inline: u64,
 }
 
 /// The interpreter's run `a` against a JIT run `b` (`what`): a failure text unless
@@ -643,6 +645,9 @@ fn run_jit_parts_with(
         exclusive_inline: code
             .inline_exclusive
             .load(std::sync::atomic::Ordering::Relaxed),
+        covered_inline: code
+            .inline_covered
+            .load(std::sync::atomic::Ordering::Relaxed),
         check_dropped_inline: code
             .inline_check_dropped
             .load(std::sync::atomic::Ordering::Relaxed),
@@ -654,7 +659,7 @@ fn run_jit_parts_with(
 /// rules on the thread's own earlier epochs, under the cell's lock), with
 /// `singletrack` before it only those
 /// that also pass SingleTrack's stamp test, and with `bigfoot` its same-epoch field
-/// checks: warnings, output and every statistic (per-pass counters, FastTrack's rule
+/// checks and the element checks its footprint covers: warnings, output and every statistic (per-pass counters, FastTrack's rule
 /// counts, SingleTrack's checks and graph counts, the filter's per-location
 /// categories, BigFoot's check counts) equal those of the
 /// same JIT run with the check off and of the interpreter, on every corpus program
@@ -670,6 +675,7 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
     let mut checked_by = std::collections::BTreeMap::new();
     let mut exclusive_by = std::collections::BTreeMap::new();
     let mut check_dropped_by = std::collections::BTreeMap::new();
+    let mut covered_by = std::collections::BTreeMap::new();
     for tools in [
         "fasttrack",
         "escape:fasttrack",
@@ -717,6 +723,7 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
                 *checked_by.entry(tools).or_insert(0) += on.checked_inline;
                 *exclusive_by.entry(tools).or_insert(0) += on.exclusive_inline;
                 *check_dropped_by.entry(tools).or_insert(0) += on.check_dropped_inline;
+                *covered_by.entry(tools).or_insert(0) += on.covered_inline;
             }
         }
     }
@@ -732,6 +739,15 @@ fn inline_same_epoch_check_keeps_every_warning_and_statistic() {
         assert!(
             *n > 0,
             "`{tools}`: no access decided by the inline exclusive rules"
+        );
+    }
+    // BigFoot's element checks that the footprint covers are dropped inline (the
+    // insertion sort of bench/workqueue.cj, among others), in every BigFoot chain.
+    for (tools, n) in &covered_by {
+        assert_eq!(
+            *n > 0,
+            tools.ends_with("bigfoot"),
+            "`{tools}`: {n} element checks dropped inline as covered"
         );
     }
     // `escape`'s header test drops BigFoot's checks of thread-local objects inline.

@@ -26,7 +26,7 @@
 //! hits while another thread is changing the cell.
 
 use crate::ctx::CtxId;
-use crate::event::{Event, EventKind, Loc, Op, SiteId, Tid};
+use crate::event::{Event, EventKind, Loc, ObjId, Op, SiteId, Tid};
 use crate::pass::{
     FASTTRACK_CELL_BYTES, FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SITE_OFF,
     FASTTRACK_SHARED_TAG, FASTTRACK_W_OFF, FASTTRACK_W_SITE_OFF, Flow, InlineCheck, InlineChecks,
@@ -439,17 +439,36 @@ impl FtCells {
     /// the lock (the test [`InlineCheck::FastTrack`] describes).
     #[inline]
     pub(crate) fn read(&self, t: &ThreadState, loc: Loc, cur: &Acc, race: OnRace<'_>) -> Rule {
-        let h = self.cells.get(loc.key());
+        self.rule_at(t, self.cells.get(loc.key()), loc, Op::Read, cur, race)
+    }
+
+    /// FT2 `read(t,x)` or `write(t,x)` (`op`) on `c`, the cell of `loc`.
+    #[inline]
+    fn rule_at(
+        &self,
+        t: &ThreadState,
+        c: &Cell,
+        loc: Loc,
+        op: Op,
+        cur: &Acc,
+        race: OnRace<'_>,
+    ) -> Rule {
         let e = t.epoch();
-        let r = h.r.load(Acquire);
-        if r == Epoch::pack(e) {
-            Rule::ReadSameEpoch
-        } else if r & SHARED_TAG != 0
-            && (cached_read(h.r_site.load(Relaxed), e) || shared_clock(r, t.tid) == e.clock)
-        {
-            Rule::ReadSharedSameEpoch
-        } else {
-            self.read_locked(t, h, loc, cur, race)
+        match op {
+            Op::Write if c.w.load(Relaxed) == Epoch::pack(e) => Rule::WriteSameEpoch,
+            Op::Write => self.write_locked(t, c, loc, cur, race),
+            Op::Read => {
+                let r = c.r.load(Acquire);
+                if r == Epoch::pack(e) {
+                    Rule::ReadSameEpoch
+                } else if r & SHARED_TAG != 0
+                    && (cached_read(c.r_site.load(Relaxed), e) || shared_clock(r, t.tid) == e.clock)
+                {
+                    Rule::ReadSharedSameEpoch
+                } else {
+                    self.read_locked(t, c, loc, cur, race)
+                }
+            }
         }
     }
 
@@ -477,11 +496,37 @@ impl FtCells {
     /// FT2 `write(t,x)` of `loc` (see [`FtCells::read`]).
     #[inline]
     pub(crate) fn write(&self, t: &ThreadState, loc: Loc, cur: &Acc, race: OnRace<'_>) -> Rule {
-        let h = self.cells.get(loc.key());
-        if h.w.load(Relaxed) == Epoch::pack(t.epoch()) {
-            Rule::WriteSameEpoch
-        } else {
-            self.write_locked(t, h, loc, cur, race)
+        self.rule_at(t, self.cells.get(loc.key()), loc, Op::Write, cur, race)
+    }
+
+    /// FT2's rule for `cur` (a read or a write) on each of the elements
+    /// `lo..hi:step` of `obj` (locations `Loc { obj, slot: e }`), in order, exactly
+    /// as [`FtCells::read`] or [`FtCells::write`] of each (same-epoch rules first,
+    /// unlocked), walking the table once per leaf of cells: `rule(e, r)` gets each
+    /// element's rule, `race(e, prev, what)` each race found.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn range(
+        &self,
+        t: &ThreadState,
+        obj: ObjId,
+        (lo, hi, step): (u32, u32, u32),
+        cur: &Acc,
+        mut rule: impl FnMut(u32, Rule),
+        race: &mut dyn FnMut(u32, Acc, &'static str),
+    ) {
+        let step = step.max(1);
+        let mut x = lo;
+        while x < hi {
+            let cells = self.cells.run(Loc { obj, slot: x }.key());
+            let mut i = 0;
+            while x < hi && i < cells.len() {
+                let loc = Loc { obj, slot: x };
+                let mut on_race = |prev, what| race(x, prev, what);
+                let r = self.rule_at(t, &cells[i], loc, cur.op, cur, &mut on_race);
+                rule(x, r);
+                x += step;
+                i += step as usize;
+            }
         }
     }
 
@@ -761,6 +806,60 @@ mod tests {
             site: SiteId(tid + 1),
             ctx: CtxId::ROOT,
             index: 0,
+        }
+    }
+
+    /// `FtCells::range` applies to each element the rule `read`/`write` applies to
+    /// it alone, with the same races, across a leaf of the table and with a step.
+    #[test]
+    fn a_range_applies_each_elements_own_rule() {
+        use crate::clocks::Clocks;
+        let (one, each) = (FtCells::default(), FtCells::default());
+        // Elements around a leaf boundary (`LEAF` cells of 8-byte keys).
+        let obj = ObjId(((super::super::shadow::LEAF as u64) << 3) * 5 - 8 * 40);
+        let mut t0 = ThreadState::new(0, Clocks::initial(0));
+        let t1 = ThreadState::new(1, Clocks::initial(1));
+        let script: [(Tid, Op, (u32, u32, u32)); 6] = [
+            (0, Op::Write, (0, 90, 1)),
+            (0, Op::Read, (10, 70, 3)),
+            (0, Op::Write, (20, 60, 1)),
+            (1, Op::Read, (30, 80, 2)),
+            (1, Op::Write, (50, 51, 1)),
+            (0, Op::Read, (0, 90, 5)),
+        ];
+        for (i, (tid, op, (lo, hi, step))) in script.into_iter().enumerate() {
+            if i == 2 {
+                // A new epoch of thread 0 (its own earlier epochs: exclusive rules).
+                t0.vc.tick(0);
+            }
+            let t = if tid == 0 { &t0 } else { &t1 };
+            let cur = Acc { op, ..acc(t.tid) };
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let mut race_a = |e, prev: Acc, what| a.push((e, prev.tid, what));
+            let mut rules = Vec::new();
+            one.range(
+                t,
+                obj,
+                (lo, hi, step),
+                &cur,
+                |e, r| rules.push((e, r as u8)),
+                &mut race_a,
+            );
+            let mut singles = Vec::new();
+            for e in (lo..hi).step_by(step as usize) {
+                let loc = Loc { obj, slot: e };
+                let mut race_b = |prev: Acc, what| b.push((e, prev.tid, what));
+                let r = match op {
+                    Op::Read => each.read(t, loc, &cur, &mut race_b),
+                    Op::Write => each.write(t, loc, &cur, &mut race_b),
+                };
+                singles.push((e, r as u8));
+            }
+            assert_eq!(rules, singles, "step {i}");
+            assert_eq!(a, b, "step {i}");
+            if i >= 3 {
+                assert!(!a.is_empty(), "step {i}: thread 1 races with thread 0");
+            }
         }
     }
 

@@ -117,6 +117,21 @@ impl<C: Default> PageTable<C> {
         unsafe { &*leaf.add(li) }
     }
 
+    /// The cells of `key`, `key + 8`, … up to the end of its leaf (one cell for a
+    /// key [`PageTable::get`] keeps in the overflow map): `get` of each, in order,
+    /// with one walk.
+    #[inline]
+    pub fn run(&self, key: u64) -> &[C] {
+        if key & 7 != 0 || key >= DIRECT_LIMIT {
+            return std::slice::from_ref(self.get_overflow(key));
+        }
+        let li = ((key >> 3) & (LEAF as u64 - 1)) as usize;
+        let first: *const C = self.get(key);
+        // SAFETY: `first` is cell `li` of a leaf of `LEAF` cells (see `get`), so the
+        // `LEAF - li` cells from it are that leaf's, alive as long as `self`.
+        unsafe { std::slice::from_raw_parts(first, LEAF - li) }
+    }
+
     /// The cell of `key` if its leaf exists (never creates one).
     #[inline]
     pub fn peek(&self, key: u64) -> Option<&C> {

@@ -109,8 +109,10 @@ pub const OFF_FINE: i32 = offset_of!(JitThread, fine) as i32;
 
 /// The table of fine arrays of a thread whose chain has none (`JitThread::fine`):
 /// no array address is 0, so generated code finds no array in it.
-static NO_FINE_ARRAYS: [u64; analyses::pass::BIGFOOT_FINE_SLOTS] =
-    [0; analyses::pass::BIGFOOT_FINE_SLOTS];
+/// Its covered ranges (after the table) name no array either.
+static NO_FINE_ARRAYS: [u64; analyses::pass::BIGFOOT_FINE_SLOTS
+    + analyses::pass::BIGFOOT_COVER_WORDS] =
+    [0; analyses::pass::BIGFOOT_FINE_SLOTS + analyses::pass::BIGFOOT_COVER_WORDS];
 pub const OFF_CAPSULE_CALLS: i32 = offset_of!(JitThread, capsule_calls) as i32;
 pub const OFF_CTX_WORD: i32 = offset_of!(JitThread, ctx_word) as i32;
 pub const OFF_CTX_DEPTH: i32 = offset_of!(JitThread, ctx_depth) as i32;
@@ -122,7 +124,7 @@ pub const OFF_PAST_FILTERS: i32 = offset_of!(JitThread, past_filters) as i32;
 /// in `INLINE_FAST` and read-shared-same-epoch in `INLINE_FAST_SHARED`; a write site
 /// write-same-epoch in `INLINE_FAST`), and the accesses the second header filter
 /// dropped ([`inline_count`]).
-pub const INLINE_WORDS: usize = 7;
+pub const INLINE_WORDS: usize = 8;
 pub const INLINE_COUNT: usize = 0;
 pub const INLINE_OBJ: usize = 1;
 pub const INLINE_FAST: usize = 2;
@@ -133,6 +135,9 @@ pub const INLINE_EXCL: usize = 5;
 /// The accesses delivered past the chain's inline filters after all their tests held
 /// and the detector's inline check did not decide them (`JitThread::past_filters`).
 pub const INLINE_PAST: usize = 6;
+/// BigFoot's element checks dropped because the thread's footprint covers them
+/// (`analyses::pass::InlineCheck::FieldChecks`, covered ranges).
+pub const INLINE_COVERED: usize = 7;
 
 /// The part of an entry counting the accesses header filter `filter` dropped
 /// (`JitOptions::inline_filters`; at most `analyses::Chain::MAX_INLINE_FILTERS`).
@@ -259,7 +264,8 @@ impl JitThread {
             let fast = std::mem::take(&mut w[INLINE_FAST]);
             let shared = std::mem::take(&mut w[INLINE_FAST_SHARED]);
             let excl = std::mem::take(&mut w[INLINE_EXCL]);
-            if fast + shared + excl == 0 {
+            let covered = std::mem::take(&mut w[INLINE_COVERED]);
+            if fast + shared + excl + covered == 0 {
                 continue;
             }
             let c = by_site
@@ -276,14 +282,18 @@ impl JitThread {
                     writes_same: 0,
                     reads_excl: 0,
                     writes_excl: 0,
+                    reads_covered: 0,
+                    writes_covered: 0,
                 });
             if s.is_write {
                 c.writes_same += fast;
                 c.writes_excl += excl;
+                c.writes_covered += covered;
             } else {
                 c.reads_same += fast;
                 c.reads_shared_same += shared;
                 c.reads_excl += excl;
+                c.reads_covered += covered;
             }
         }
         by_site.into_values().collect()

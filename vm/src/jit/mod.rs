@@ -306,6 +306,9 @@ pub struct JitCode {
     /// Of those, the accesses decided by the inline exclusive rules
     /// (`InlineDetector::exclusive`).
     pub inline_exclusive: AtomicU64,
+    /// Of those, BigFoot's element checks dropped inline as covered by the
+    /// thread's footprint (`analyses::pass::InlineCheck::FieldChecks`).
+    pub inline_covered: AtomicU64,
     /// BigFoot checks a pass in front of the detector dropped inline in all threads
     /// that have ended (`InlineDetector::check_masks`; diagnostics, tests).
     pub inline_check_dropped: AtomicU64,
@@ -453,6 +456,7 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         inline_dropped: AtomicU64::new(0),
         inline_checked: AtomicU64::new(0),
         inline_exclusive: AtomicU64::new(0),
+        inline_covered: AtomicU64::new(0),
         inline_check_dropped: AtomicU64::new(0),
         abort: AtomicBool::new(false),
         options,
@@ -506,6 +510,11 @@ fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
     t.code.inline_checked.fetch_add(n, Ordering::Relaxed);
     let excl: u64 = checks.iter().map(|c| c.reads_excl + c.writes_excl).sum();
     t.code.inline_exclusive.fetch_add(excl, Ordering::Relaxed);
+    let covered: u64 = checks
+        .iter()
+        .map(|c| c.reads_covered + c.writes_covered)
+        .sum();
+    t.code.inline_covered.fetch_add(covered, Ordering::Relaxed);
     t.hook.add_inline_checks(&checks);
     // The accesses delivered past the inline filters: those filters saw and forwarded
     // them, accounted like the inline checks' share of the filters.

@@ -27,10 +27,10 @@ use crate::interp::block_site;
 use crate::layout;
 
 use super::abi::{
-    INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_PAST, INLINE_WORDS, OFF_ABORT,
-    OFF_CAPSULE_CALLS, OFF_CTX_DEPTH, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE,
-    OFF_FRAMES, OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS,
-    OFF_PAST_FILTERS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
+    INLINE_COVERED, INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_PAST,
+    INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS, OFF_CTX_DEPTH, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH,
+    OFF_FAILED, OFF_FINE, OFF_FRAMES, OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_MAX_DEPTH,
+    OFF_MAX_STEPS, OFF_PAST_FILTERS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -1737,7 +1737,36 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().brif(inside, test, &[], call, &[]);
         self.b.switch_to_block(test);
         self.check_filter_tests(c, a, entry, cont);
-        self.same_epoch_check(c, (a, i), Some(a), write, site, entry, call, cont);
+        if c.guard.is_some() {
+            self.same_epoch_check(c, (a, i), Some(a), write, site, entry, call, cont);
+        } else {
+            // A miss of the cell's tests first tries the thread's covered range of
+            // the check's kind (`InlineCheck::FieldChecks`): `[arr, lo, hi]` after
+            // the table of fine arrays, `arr == a && i - lo < hi - lo`.
+            use analyses::pass::{BIGFOOT_COVER_OFF, BIGFOOT_COVER_WORDS};
+            let cover = self.b.create_block();
+            self.same_epoch_check(c, (a, i), Some(a), write, site, entry, cover, cont);
+            self.b.set_cold_block(call);
+            self.b.switch_to_block(cover);
+            let m = MemFlagsData::trusted();
+            let table = self.b.ins().load(I64, m, self.ctx, OFF_FINE);
+            let at = (BIGFOOT_COVER_OFF + 8 * (BIGFOOT_COVER_WORDS / 2) * write as usize) as i32;
+            let arr = self.b.ins().load(I64, m, table, at);
+            let same = self.b.ins().icmp(IntCC::Equal, arr, a);
+            let bounds = self.b.create_block();
+            self.b.ins().brif(same, bounds, &[], call, &[]);
+            self.b.switch_to_block(bounds);
+            let lo = self.b.ins().load(I64, m, table, at + 8);
+            let hi = self.b.ins().load(I64, m, table, at + 16);
+            let d = self.b.ins().isub(i, lo);
+            let span = self.b.ins().isub(hi, lo);
+            let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, d, span);
+            let covered = self.b.create_block();
+            self.b.ins().brif(inside, covered, &[], call, &[]);
+            self.b.switch_to_block(covered);
+            self.count_inline(entry, INLINE_COVERED, a);
+            self.b.ins().jump(cont, &[]);
+        }
         self.b.switch_to_block(call);
         let k = self.iconst(6 + write as i64);
         let z = self.iconst(0);

@@ -71,16 +71,28 @@ struct BfLocal {
 /// ([`array::ArrayShadow::is_fine`]), so an entry never goes stale. Generated code
 /// of the same thread reads the table too, to apply FastTrack's exclusive rules to
 /// an element check inline ([`InlineCheck::FieldChecks`]); only the thread writes it.
+///
+/// After the table, the thread's *covered ranges*: per kind (read, write) the latest
+/// step-1 footprint range a check of that kind extended or fell into, `[arr, lo, hi]`
+/// (footprint ranges only grow until the commit, so it stays covered). A check of
+/// that kind inside it adds nothing: [`BigFoot::check_range`] drops it, and so does
+/// generated code for an element check. They name no array of the table (an array
+/// is recorded fine only by a commit, which clears them first) and are cleared at
+/// every commit.
 struct FineCache {
     arrays: Box<[AtomicU64]>,
 }
 
 const FINE_CACHE: usize = crate::pass::BIGFOOT_FINE_SLOTS;
+const COVER: usize = crate::pass::BIGFOOT_COVER_OFF / 8;
+const _: () = assert!(COVER == FINE_CACHE && crate::pass::BIGFOOT_COVER_WORDS == 6);
 
 impl Default for FineCache {
     fn default() -> Self {
         FineCache {
-            arrays: (0..FINE_CACHE).map(|_| AtomicU64::new(0)).collect(),
+            arrays: (0..FINE_CACHE + crate::pass::BIGFOOT_COVER_WORDS)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
         }
     }
 }
@@ -94,6 +106,25 @@ impl FineCache {
     }
     fn record(&mut self, arr: ObjId) {
         self.arrays[Self::slot(arr)].store(arr.0, Relaxed);
+    }
+    /// The covered range of checks of kind `write`: elements `lo..hi` of `arr`.
+    fn cover(&mut self, write: bool, arr: ObjId, lo: u32, hi: u32) {
+        let at = COVER + 3 * write as usize;
+        self.arrays[at].store(arr.0, Relaxed);
+        self.arrays[at + 1].store(lo.into(), Relaxed);
+        self.arrays[at + 2].store(hi.into(), Relaxed);
+    }
+    /// Whether the covered range of `r`'s kind holds `r` (of `arr`).
+    fn covers(&self, arr: ObjId, r: &Range) -> bool {
+        let at = COVER + 3 * r.write as usize;
+        self.arrays[at].load(Relaxed) == arr.0
+            && self.arrays[at + 1].load(Relaxed) <= u64::from(r.lo)
+            && u64::from(r.hi) <= self.arrays[at + 2].load(Relaxed)
+    }
+    fn uncover(&mut self) {
+        for w in &self.arrays[COVER..] {
+            w.store(0, Relaxed);
+        }
     }
 }
 
@@ -256,6 +287,36 @@ impl BigFoot {
         }
     }
 
+    /// [`BigFoot::check_element`] of each of the elements `lo..hi:step` of `arr`, in
+    /// order, with one walk of the cell table per leaf.
+    fn check_elements(
+        &self,
+        t: &ThreadState,
+        counts: &mut Counts,
+        arr: ObjId,
+        range: (u32, u32, u32),
+        cur: Acc,
+    ) {
+        let mut races: Vec<(u32, Race)> = Vec::new();
+        let count = |_, rule: super::fasttrack::Rule| {
+            if rule.same_epoch() {
+                counts.same_epoch += 1;
+            } else {
+                counts.shadow_checks += 1;
+            }
+        };
+        let mut race = |e, prev, what| races.push((e, Race { prev, what }));
+        self.fields.range(t, arr, range, &cur, count, &mut race);
+        let mut races = races.into_iter().peekable();
+        while let Some((e, first)) = races.next() {
+            let mut found = vec![first];
+            while let Some((_, r)) = races.next_if(|(x, _)| *x == e) {
+                found.push(r);
+            }
+            self.report_elements(arr, e, e + 1, 1, Mode::Fine, &found, &cur);
+        }
+    }
+
     /// A check of the elements `loc.slot..hi:step` of the array `loc.obj` of `len`
     /// elements: at once on a fine shadow the thread knows, else into the footprint.
     #[allow(clippy::too_many_arguments)]
@@ -286,12 +347,18 @@ impl BigFoot {
         if l.fine.contains(loc.obj) {
             // A fine shadow: check the elements at once (the check is legitimate and
             // covering where the compiler placed it).
-            for e in (r.lo..r.hi).step_by(r.step as usize) {
-                self.check_element(t, &mut l.counts, loc.obj, e, cur);
-            }
+            self.check_elements(t, &mut l.counts, loc.obj, (r.lo, r.hi, r.step), cur);
             return;
         }
-        Self::add_range(l, loc.obj, len, r, cur);
+        // Inside the latest step-1 range of its kind that this footprint took (the
+        // test generated code makes for element checks): nothing to add.
+        if l.fine.covers(loc.obj, &r) {
+            return;
+        }
+        let p = Self::add_range(l, loc.obj, len, r, cur);
+        if p.step == 1 {
+            l.fine.cover(p.write, loc.obj, p.lo, p.hi);
+        }
         // A footprint that stops merging (irregular indexes in a long
         // synchronization-free region) is committed early: checking earlier in the
         // same region is as legitimate and as covering (no acquire or release since
@@ -302,8 +369,9 @@ impl BigFoot {
     }
 
     /// Add `lo..hi:step` of `arr` to the footprint, merged with a recent entry when it
-    /// extends it (a loop's element checks become one range).
-    fn add_range(l: &mut BfLocal, arr: ObjId, len: u32, r: Range, acc: Acc) {
+    /// extends it (a loop's element checks become one range); the footprint's range
+    /// that now covers it.
+    fn add_range(l: &mut BfLocal, arr: ObjId, len: u32, r: Range, acc: Acc) -> Range {
         let n = l.footprint.len();
         for e in l.footprint[n.saturating_sub(MERGE_WINDOW)..]
             .iter_mut()
@@ -320,7 +388,7 @@ impl BigFoot {
                 && (r.lo - p.lo).is_multiple_of(p.step)
                 && (single || r.step.is_multiple_of(p.step))
             {
-                return;
+                return *p;
             }
             // Extends the range by its next element or range.
             let last = p.lo + (p.hi - 1 - p.lo) / p.step * p.step;
@@ -329,7 +397,7 @@ impl BigFoot {
                 if p.hi - p.lo == 1 || d == p.step {
                     p.step = d;
                     p.hi = r.lo + 1;
-                    return;
+                    return *p;
                 }
             }
             // Extends it downwards by the element before its first (a loop counting
@@ -339,12 +407,12 @@ impl BigFoot {
                 if p.hi - p.lo == 1 || d == p.step {
                     p.step = d;
                     p.lo = r.lo;
-                    return;
+                    return *p;
                 }
             }
             if p.step == 1 && r.step == 1 && r.lo == p.hi {
                 p.hi = r.hi;
-                return;
+                return *p;
             }
             break;
         }
@@ -354,6 +422,7 @@ impl BigFoot {
             range: r,
             acc,
         });
+        r
     }
 
     /// Check the footprint's cells (before a synchronization event of `t`).
@@ -361,6 +430,7 @@ impl BigFoot {
         if l.footprint.is_empty() {
             return;
         }
+        l.fine.uncover();
         l.counts.commits += 1;
         let mut fp = std::mem::take(&mut l.footprint);
         fp.sort_by_key(|e| e.arr);
@@ -556,8 +626,10 @@ impl Pass for BigFoot {
         })
     }
 
-    /// Field and element checks decided inline: by the same-epoch rules, or by the
-    /// exclusive rules (shadow checks, as [`BigFoot::rule`] counts them).
+    /// Field and element checks decided inline: by the same-epoch rules, by the
+    /// exclusive rules (shadow checks, as [`BigFoot::rule`] counts them), or as
+    /// element checks the footprint covers (counted as checks only, as
+    /// [`BigFoot::add_range`]'s covered case is).
     fn inline_checked(&self, _t: &ThreadState, local: &mut Local, checks: &[InlineChecks]) {
         let Some(l) = local_of(local) else {
             return;
@@ -565,8 +637,9 @@ impl Pass for BigFoot {
         for c in checks {
             let n = c.reads() + c.writes();
             let excl = c.reads_excl + c.writes_excl;
+            let covered = c.reads_covered + c.writes_covered;
             l.counts.checks += n;
-            l.counts.same_epoch += n - excl;
+            l.counts.same_epoch += n - excl - covered;
             l.counts.shadow_checks += excl;
             if c.elements {
                 l.counts.array_checks += n;
@@ -639,5 +712,68 @@ mod tests {
         assert_eq!(u.footprint.len(), 1);
         let r = u.footprint[0].range;
         assert_eq!((r.lo, r.hi, r.step), (20, 27, 2));
+    }
+
+    /// The covered ranges generated code tests: the latest step-1 range of each
+    /// kind, only ever inside the footprint, dropped checks leave the footprint as
+    /// it was, and a commit clears them.
+    #[test]
+    fn covered_ranges_follow_the_footprint_and_clear_at_commit() {
+        let shared = Shared::new(
+            Arc::new(crate::env::NullEnv),
+            crate::shared::ChainOptions::default(),
+        );
+        let bf = BigFoot::new(&shared);
+        let t = ThreadState::new(0, crate::vc::VectorClock::new());
+        let mut l = BfLocal::default();
+        let arr = ObjId(1 << 20);
+        let check = |l: &mut BfLocal, e: u32, op: Op| {
+            let acc = Acc {
+                tid: 0,
+                op,
+                site: Default::default(),
+                ctx: Default::default(),
+                index: 0,
+            };
+            bf.check_range(&t, l, Loc { obj: arr, slot: e }, op, e + 1, 1, 24, acc);
+        };
+        let range = |lo, hi, write| Range {
+            lo,
+            hi,
+            step: 1,
+            write,
+        };
+        // Insertion sort's inner loop, as in the test above.
+        for j in (3..10).rev() {
+            check(&mut l, j, Op::Read);
+            check(&mut l, j + 1, Op::Write);
+        }
+        assert!(l.fine.covers(arr, &range(3, 10, false)));
+        assert!(l.fine.covers(arr, &range(4, 11, true)));
+        assert!(!l.fine.covers(arr, &range(10, 11, false)));
+        assert!(!l.fine.covers(arr, &range(3, 4, true)));
+        assert!(!l.fine.covers(ObjId(2 << 20), &range(5, 6, false)));
+        // Checks inside change nothing; the footprint is the test above's.
+        let before: Vec<Range> = l.footprint.iter().map(|e| e.range).collect();
+        for e in [9, 3, 5] {
+            check(&mut l, e, Op::Read);
+        }
+        check(&mut l, 10, Op::Write);
+        let after: Vec<Range> = l.footprint.iter().map(|e| e.range).collect();
+        assert_eq!(format!("{before:?}"), format!("{after:?}"));
+        assert_eq!(l.footprint.len(), 2);
+        // An element the range does not extend starts an entry, which takes over;
+        // extended by a stride it is no longer cached, and the last one stays.
+        check(&mut l, 12, Op::Read);
+        assert!(l.fine.covers(arr, &range(12, 13, false)));
+        assert!(!l.fine.covers(arr, &range(3, 10, false)));
+        check(&mut l, 14, Op::Read);
+        assert_eq!(l.footprint.len(), 3);
+        assert!(l.fine.covers(arr, &range(12, 13, false)));
+        assert!(!l.fine.covers(arr, &range(14, 15, false)));
+        bf.commit(&t, &mut l);
+        assert!(l.footprint.is_empty());
+        assert!(!l.fine.covers(arr, &range(3, 4, false)));
+        assert!(!l.fine.covers(arr, &range(5, 6, true)));
     }
 }
