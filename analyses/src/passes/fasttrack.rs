@@ -439,21 +439,24 @@ impl FtCells {
     /// the lock (the test [`InlineCheck::FastTrack`] describes).
     #[inline]
     pub(crate) fn read(&self, t: &ThreadState, loc: Loc, cur: &Acc, race: OnRace<'_>) -> Rule {
-        self.rule_at(t, self.cells.get(loc.key()), loc, Op::Read, cur, race)
+        let c = self.cells.get(loc.key());
+        self.rule_at(t, t.epoch(), c, loc, Op::Read, cur, race)
     }
 
-    /// FT2 `read(t,x)` or `write(t,x)` (`op`) on `c`, the cell of `loc`.
-    #[inline]
+    /// FT2 `read(t,x)` or `write(t,x)` (`op`) on `c`, the cell of `loc`, by `t` in
+    /// its current epoch `e`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn rule_at(
         &self,
         t: &ThreadState,
+        e: Epoch,
         c: &Cell,
         loc: Loc,
         op: Op,
         cur: &Acc,
         race: OnRace<'_>,
     ) -> Rule {
-        let e = t.epoch();
         match op {
             Op::Write if c.w.load(Relaxed) == Epoch::pack(e) => Rule::WriteSameEpoch,
             Op::Write => self.write_locked(t, c, loc, cur, race),
@@ -496,7 +499,8 @@ impl FtCells {
     /// FT2 `write(t,x)` of `loc` (see [`FtCells::read`]).
     #[inline]
     pub(crate) fn write(&self, t: &ThreadState, loc: Loc, cur: &Acc, race: OnRace<'_>) -> Rule {
-        self.rule_at(t, self.cells.get(loc.key()), loc, Op::Write, cur, race)
+        let c = self.cells.get(loc.key());
+        self.rule_at(t, t.epoch(), c, loc, Op::Write, cur, race)
     }
 
     /// FT2's rule for `cur` (a read or a write) on each of the elements
@@ -515,6 +519,7 @@ impl FtCells {
         race: &mut dyn FnMut(u32, Acc, &'static str),
     ) {
         let step = step.max(1);
+        let e = t.epoch();
         let mut x = lo;
         while x < hi {
             let cells = self.cells.run(Loc { obj, slot: x }.key());
@@ -522,7 +527,7 @@ impl FtCells {
             while x < hi && i < cells.len() {
                 let loc = Loc { obj, slot: x };
                 let mut on_race = |prev, what| race(x, prev, what);
-                let r = self.rule_at(t, &cells[i], loc, cur.op, cur, &mut on_race);
+                let r = self.rule_at(t, e, &cells[i], loc, cur.op, cur, &mut on_race);
                 rule(x, r);
                 x += step;
                 i += step as usize;
