@@ -171,6 +171,16 @@ pub enum InlineCheck {
     /// [`InlineChecks::reads_covered`], [`InlineChecks::writes_covered`]). The pass
     /// keeps `a` out of the table of fine arrays (an element check on a fine array
     /// applies a rule) and clears the words whenever its footprint is committed.
+    ///
+    /// Then, at [`BIGFOOT_SITE_GEN_OFF`], the footprint's generation `g` (changed at
+    /// every commit), and at [`BIGFOOT_SITES_OFF`] [`BIGFOOT_SITE_SLOTS`] entries of
+    /// four words per check site `s` below `2^31` and kind `w` (1 for writes; entry
+    /// [`bigfoot_site_entry`]`(s, w)`): `[s | w << 31 | g << 32, a, lo | hi << 32,
+    /// step]`, a range `lo..hi:step` of `a` that a check of that kind at `s` put into
+    /// the footprint of generation `g`. A range check `a[l..h:k]` (an element check:
+    /// `a[i..i + 1:1]`) of that kind at `s` with `lo <= l < h <= hi` and either
+    /// `step == 1` or `k == step && l == lo` is inside the footprint: the producer
+    /// may drop it as above.
     FieldChecks {
         /// The address of the top level (`2^TOP_BITS` pointers).
         top: u64,
@@ -184,6 +194,58 @@ pub const BIGFOOT_FINE_SLOTS: usize = 4096;
 /// their words ([`InlineCheck::FieldChecks`]).
 pub const BIGFOOT_COVER_OFF: usize = BIGFOOT_FINE_SLOTS * 8;
 pub const BIGFOOT_COVER_WORDS: usize = 6;
+/// Byte offsets of the generation word and of the per-site entries
+/// ([`InlineCheck::FieldChecks`]), their number and words.
+pub const BIGFOOT_SITE_GEN_OFF: usize = BIGFOOT_COVER_OFF + 8 * BIGFOOT_COVER_WORDS;
+pub const BIGFOOT_SITES_OFF: usize = BIGFOOT_SITE_GEN_OFF + 16;
+pub const BIGFOOT_SITE_SLOTS: usize = 256;
+pub const BIGFOOT_SITE_WORDS: usize = 4;
+/// Words of a thread's whole table ([`InlineCheck::FieldChecks`]).
+pub const BIGFOOT_TABLE_WORDS: usize =
+    BIGFOOT_SITES_OFF / 8 + BIGFOOT_SITE_SLOTS * BIGFOOT_SITE_WORDS;
+
+/// Whether a thread's covered ranges (in its `table`, [`BIGFOOT_TABLE_WORDS`] words
+/// laid out as [`InlineCheck::FieldChecks`] documents) hold the non-empty range check
+/// `lo..hi:step` of the array `arr`, of kind `write`, at `site`: the test that drops
+/// a check the footprint already covers, made by the pass and by generated code (one
+/// call, off the hot path of the cell's tests).
+pub fn bigfoot_covered(
+    table: &[AtomicU64],
+    arr: u64,
+    (lo, hi, step): (i64, i64, u64),
+    site: u32,
+    write: bool,
+) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    let w = |at: usize| table[at / 8].load(Relaxed);
+    let inside = |e_lo: u64, e_hi: u64| e_lo as i64 <= lo && lo < hi && hi <= e_hi as i64;
+    let kind = BIGFOOT_COVER_OFF + 8 * (BIGFOOT_COVER_WORDS / 2) * write as usize;
+    if w(kind) == arr && inside(w(kind + 8), w(kind + 16)) {
+        return true;
+    }
+    let Some((slot, tag)) = bigfoot_site_entry(site, write) else {
+        return false;
+    };
+    let at = BIGFOOT_SITES_OFF + 8 * BIGFOOT_SITE_WORDS * slot;
+    if w(at) != tag | w(BIGFOOT_SITE_GEN_OFF) << 32 || w(at + 8) != arr {
+        return false;
+    }
+    let (span, e_step) = (w(at + 16), w(at + 24));
+    let (e_lo, e_hi) = (span & u64::from(u32::MAX), span >> 32);
+    inside(e_lo, e_hi) && (e_step == 1 || (step == e_step && lo == e_lo as i64))
+}
+
+/// The entry of the checks of kind `write` at site `s` among a thread's per-site
+/// ranges ([`InlineCheck::FieldChecks`]), and its tag without the generation
+/// (`None`: a site from `2^31` on has no entry).
+#[inline]
+pub const fn bigfoot_site_entry(s: u32, write: bool) -> Option<(usize, u64)> {
+    if s >= 1 << 31 {
+        return None;
+    }
+    let slot = ((s as usize) << 1 | write as usize) & (BIGFOOT_SITE_SLOTS - 1);
+    Some((slot, s as u64 | (write as u64) << 31))
+}
 
 /// The slot of array `a` (its address) in a thread's table of fine arrays
 /// ([`InlineCheck::FieldChecks`]).

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::mem::offset_of;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use analyses::pass::{InlineChecks, InlineDrops};
 use analyses::{Loc, ObjId};
@@ -109,10 +109,10 @@ pub const OFF_FINE: i32 = offset_of!(JitThread, fine) as i32;
 
 /// The table of fine arrays of a thread whose chain has none (`JitThread::fine`):
 /// no array address is 0, so generated code finds no array in it.
-/// Its covered ranges (after the table) name no array either.
-static NO_FINE_ARRAYS: [u64; analyses::pass::BIGFOOT_FINE_SLOTS
-    + analyses::pass::BIGFOOT_COVER_WORDS] =
-    [0; analyses::pass::BIGFOOT_FINE_SLOTS + analyses::pass::BIGFOOT_COVER_WORDS];
+/// Its covered ranges (after the table) name no array either. Atomic words, as a
+/// pass's table (`capvm_jit_covered` reads them so).
+static NO_FINE_ARRAYS: [AtomicU64; analyses::pass::BIGFOOT_TABLE_WORDS] =
+    [const { AtomicU64::new(0) }; analyses::pass::BIGFOOT_TABLE_WORDS];
 pub const OFF_CAPSULE_CALLS: i32 = offset_of!(JitThread, capsule_calls) as i32;
 pub const OFF_CTX_WORD: i32 = offset_of!(JitThread, ctx_word) as i32;
 pub const OFF_CTX_DEPTH: i32 = offset_of!(JitThread, ctx_depth) as i32;
@@ -179,7 +179,7 @@ impl JitThread {
             guard: hook.inline_guard_word_ptr(),
             fine: hook
                 .inline_fine_arrays_ptr()
-                .unwrap_or(NO_FINE_ARRAYS.as_ptr()),
+                .unwrap_or(NO_FINE_ARRAYS.as_ptr() as *const u64),
             capsule_calls: 0,
             ctx_word: 0,
             ctx_depth: u64::MAX,

@@ -65,6 +65,7 @@ pub enum Rt {
     EvSpec,
     Check,
     Ordered,
+    Covered,
 }
 
 /// Codes of [`jit_error`]: the runtime errors that generated code detects inline.
@@ -85,7 +86,7 @@ pub mod err {
 use Ty::{F64, I64};
 
 impl Rt {
-    pub const ALL: [Rt; 25] = [
+    pub const ALL: [Rt; 26] = [
         Rt::Point,
         Rt::Error,
         Rt::New,
@@ -111,6 +112,7 @@ impl Rt {
         Rt::EvSpec,
         Rt::Check,
         Rt::Ordered,
+        Rt::Covered,
     ];
 
     /// Symbol name, parameters (the context pointer first, for every function but
@@ -154,6 +156,11 @@ impl Rt {
                 None,
             ),
             Rt::Ordered => ("capvm_jit_ordered", &[I64, I64, I64], Some(I64)),
+            Rt::Covered => (
+                "capvm_jit_covered",
+                &[I64, I64, I64, I64, I64, I64],
+                Some(I64),
+            ),
         }
     }
 
@@ -181,6 +188,9 @@ impl Rt {
             Rt::Math => jit_math as extern "C" fn(u64, u64, u64) -> u64 as *const u8,
             Rt::FRem => jit_frem as extern "C" fn(f64, f64) -> f64 as *const u8,
             Rt::Ordered => jit_ordered as extern "C" fn(u64, u64, u64) -> u64 as *const u8,
+            Rt::Covered => {
+                jit_covered as extern "C" fn(u64, u64, i64, i64, u64, u64) -> u64 as *const u8
+            }
             Rt::VolatileRead => {
                 jit_volatile_read as extern "C" fn(C, u64, u64, u64, u64) -> u64 as *const u8
             }
@@ -199,7 +209,7 @@ impl Rt {
 
     /// Whether the first parameter is the thread context.
     pub fn takes_ctx(self) -> bool {
-        !matches!(self, Rt::Math | Rt::FRem | Rt::Ordered)
+        !matches!(self, Rt::Math | Rt::FRem | Rt::Ordered | Rt::Covered)
     }
 }
 
@@ -448,6 +458,27 @@ extern "C" fn jit_ordered(ep: u64, w: u64, r: u64) -> u64 {
     // own `ThreadCx::epoch_word`; no synchronization event of the thread can happen
     // during this call.
     u64::from(unsafe { analyses::thread::ordered_before_thread(ep as *const u64, w, r) })
+}
+
+/// `analyses::pass::bigfoot_covered` for BigFoot's element and range checks
+/// (`analyses::pass::InlineCheck::FieldChecks`): `table` is the running thread's
+/// `JitThread::fine`, `which` the check's site and kind (`site | write << 32`).
+extern "C" fn jit_covered(table: u64, a: u64, lo: i64, hi: i64, step: u64, which: u64) -> u64 {
+    use analyses::pass::BIGFOOT_TABLE_WORDS;
+    use std::sync::atomic::AtomicU64;
+    // SAFETY: `table` is the thread's table of `BIGFOOT_TABLE_WORDS` words (its
+    // pass's, alive while the thread runs, or the static empty one), read as atomics
+    // as the pass writes them.
+    let table =
+        unsafe { std::slice::from_raw_parts(table as *const AtomicU64, BIGFOOT_TABLE_WORDS) };
+    let (site, write) = (which as u32, which >> 32 != 0);
+    u64::from(analyses::pass::bigfoot_covered(
+        table,
+        a,
+        (lo, hi, step),
+        site,
+        write,
+    ))
 }
 
 /// Java's `%` on doubles ([`ops::binary`]).

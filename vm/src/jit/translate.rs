@@ -1600,6 +1600,12 @@ impl<'a, 'b> Translator<'a, 'b> {
                     self.inline_element_check(c, a, i, write, site);
                     return;
                 }
+                CheckTarget::Range { arr, lo, hi, step } if c.guard.is_none() => {
+                    let a = self.use_(*arr);
+                    let (l, h) = (self.use_(*lo), self.use_(*hi));
+                    self.inline_range_check(c, a, (l, h, *step), write, site);
+                    return;
+                }
                 _ => Vec::new(),
             };
             if !groups.is_empty() {
@@ -1741,37 +1747,78 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.same_epoch_check(c, (a, i), Some(a), write, site, entry, call, cont);
         } else {
             // A miss of the cell's tests first tries the thread's covered range of
-            // the check's kind (`InlineCheck::FieldChecks`): `[arr, lo, hi]` after
-            // the table of fine arrays, `arr == a && i - lo < hi - lo`.
-            use analyses::pass::{BIGFOOT_COVER_OFF, BIGFOOT_COVER_WORDS};
+            // the check's kind.
             let cover = self.b.create_block();
             self.same_epoch_check(c, (a, i), Some(a), write, site, entry, cover, cont);
             self.b.set_cold_block(call);
             self.b.switch_to_block(cover);
-            let m = MemFlagsData::trusted();
-            let table = self.b.ins().load(I64, m, self.ctx, OFF_FINE);
-            let at = (BIGFOOT_COVER_OFF + 8 * (BIGFOOT_COVER_WORDS / 2) * write as usize) as i32;
-            let arr = self.b.ins().load(I64, m, table, at);
-            let same = self.b.ins().icmp(IntCC::Equal, arr, a);
-            let bounds = self.b.create_block();
-            self.b.ins().brif(same, bounds, &[], call, &[]);
-            self.b.switch_to_block(bounds);
-            let lo = self.b.ins().load(I64, m, table, at + 8);
-            let hi = self.b.ins().load(I64, m, table, at + 16);
-            let d = self.b.ins().isub(i, lo);
-            let span = self.b.ins().isub(hi, lo);
-            let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, d, span);
-            let covered = self.b.create_block();
-            self.b.ins().brif(inside, covered, &[], call, &[]);
-            self.b.switch_to_block(covered);
-            self.count_inline(entry, INLINE_COVERED, a);
-            self.b.ins().jump(cont, &[]);
+            let i1 = self.b.ins().iadd_imm_s(i, 1);
+            self.covered_test(a, (i, i1, 1), write, site, entry, call, cont);
         }
         self.b.switch_to_block(call);
         let k = self.iconst(6 + write as i64);
         let z = self.iconst(0);
         let s = self.iconst(site.0 as i64);
         self.call_rt(Rt::Check, &[k, a, i, z, z, s]);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
+    }
+
+    /// Whether the thread's footprint already covers the non-empty range check
+    /// `a[lo..hi:step]` at `site`: `analyses::pass::bigfoot_covered` on the thread's
+    /// table (`Rt::Covered`, a call to a small function that takes no lock and no
+    /// chain: inline, its two tests at every element and range check site made the
+    /// generated code, and its compilation's peak memory, markedly larger). If so the
+    /// check is counted as covered (`INLINE_COVERED`) and goes on to `cont`, otherwise
+    /// to `call`.
+    #[allow(clippy::too_many_arguments)]
+    fn covered_test(
+        &mut self,
+        a: Value,
+        (lo, hi, step): (Value, Value, u32),
+        write: bool,
+        site: SiteId,
+        entry: usize,
+        call: ir::Block,
+        cont: ir::Block,
+    ) {
+        let m = MemFlagsData::trusted();
+        let table = self.b.ins().load(I64, m, self.ctx, OFF_FINE);
+        let st = self.iconst(i64::from(step));
+        let which = self.iconst(i64::from(site.0) | i64::from(write) << 32);
+        let ok = self
+            .call_rt(Rt::Covered, &[table, a, lo, hi, st, which])
+            .expect("returns a word");
+        let covered = self.b.create_block();
+        self.b.ins().brif(ok, covered, &[], call, &[]);
+        self.b.switch_to_block(covered);
+        self.count_inline(entry, INLINE_COVERED, a);
+        self.b.ins().jump(cont, &[]);
+    }
+
+    /// A range check of `a[lo..hi:step]` behind the filters' header tests and the
+    /// covered-range test (`covered_test`): the call only when neither decides it
+    /// (the runtime clamps the range to the array and drops an empty one).
+    fn inline_range_check(
+        &mut self,
+        c: InlineDetector,
+        a: Value,
+        (lo, hi, step): (Value, Value, u32),
+        write: bool,
+        site: SiteId,
+    ) {
+        let (entry, call, cont) = self.inline_check_site(site, write, true, 0);
+        let test = self.b.create_block();
+        self.b.set_cold_block(call);
+        self.b.ins().brif(a, test, &[], call, &[]);
+        self.b.switch_to_block(test);
+        self.check_filter_tests(c, a, entry, cont);
+        self.covered_test(a, (lo, hi, step), write, site, entry, call, cont);
+        self.b.switch_to_block(call);
+        let k = self.iconst(4 + write as i64);
+        let st = self.iconst(step as i64);
+        let s = self.iconst(site.0 as i64);
+        self.call_rt(Rt::Check, &[k, a, lo, hi, st, s]);
         self.b.ins().jump(cont, &[]);
         self.b.switch_to_block(cont);
     }

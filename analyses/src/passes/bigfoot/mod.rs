@@ -79,20 +79,33 @@ struct BfLocal {
 /// generated code for an element check. They name no array of the table (an array
 /// is recorded fine only by a commit, which clears them first) and are cleared at
 /// every commit.
+///
+/// Then per check site (direct-mapped) the range it last put into the footprint, of
+/// the footprint's generation, which every commit changes: a check inside its own
+/// earlier range (a loop's range check in every iteration of an outer loop, an
+/// element checked again) adds nothing either.
 struct FineCache {
     arrays: Box<[AtomicU64]>,
+    generation: u64,
 }
 
 const FINE_CACHE: usize = crate::pass::BIGFOOT_FINE_SLOTS;
 const COVER: usize = crate::pass::BIGFOOT_COVER_OFF / 8;
+const GEN: usize = crate::pass::BIGFOOT_SITE_GEN_OFF / 8;
+const SITES: usize = crate::pass::BIGFOOT_SITES_OFF / 8;
 const _: () = assert!(COVER == FINE_CACHE && crate::pass::BIGFOOT_COVER_WORDS == 6);
+const _: () = assert!(crate::pass::BIGFOOT_SITE_WORDS == 4 && GEN < SITES);
 
 impl Default for FineCache {
     fn default() -> Self {
+        let arrays: Box<[AtomicU64]> = (0..crate::pass::BIGFOOT_TABLE_WORDS)
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        // Generation 1: an entry never written (all zero) is of generation 0.
+        arrays[GEN].store(1, Relaxed);
         FineCache {
-            arrays: (0..FINE_CACHE + crate::pass::BIGFOOT_COVER_WORDS)
-                .map(|_| AtomicU64::new(0))
-                .collect(),
+            arrays,
+            generation: 1,
         }
     }
 }
@@ -114,17 +127,38 @@ impl FineCache {
         self.arrays[at + 1].store(lo.into(), Relaxed);
         self.arrays[at + 2].store(hi.into(), Relaxed);
     }
-    /// Whether the covered range of `r`'s kind holds `r` (of `arr`).
-    fn covers(&self, arr: ObjId, r: &Range) -> bool {
-        let at = COVER + 3 * r.write as usize;
-        self.arrays[at].load(Relaxed) == arr.0
-            && self.arrays[at + 1].load(Relaxed) <= u64::from(r.lo)
-            && u64::from(r.hi) <= self.arrays[at + 2].load(Relaxed)
+    /// Whether the covered ranges hold the range check `lo..hi:step` of `arr`, of
+    /// kind `write`, at `site`, as generated code sees it (before
+    /// [`BigFoot::check_range`] normalizes it): [`crate::pass::bigfoot_covered`].
+    fn covers(&self, arr: ObjId, (lo, hi, step): (u32, u32, u32), site: u32, write: bool) -> bool {
+        let r = (i64::from(lo), i64::from(hi), u64::from(step));
+        crate::pass::bigfoot_covered(&self.arrays, arr.0, r, site, write)
     }
+    /// `site` put `r` of `arr` into this footprint.
+    fn note_site(&mut self, site: u32, arr: ObjId, r: &Range) {
+        let Some((slot, tag)) = crate::pass::bigfoot_site_entry(site, r.write) else {
+            return;
+        };
+        let at = SITES + 4 * slot;
+        self.arrays[at].store(tag | self.generation << 32, Relaxed);
+        self.arrays[at + 1].store(arr.0, Relaxed);
+        self.arrays[at + 2].store(u64::from(r.lo) | u64::from(r.hi) << 32, Relaxed);
+        self.arrays[at + 3].store(r.step.into(), Relaxed);
+    }
+    /// Forget every covered range (a commit).
     fn uncover(&mut self) {
-        for w in &self.arrays[COVER..] {
+        for w in &self.arrays[COVER..COVER + crate::pass::BIGFOOT_COVER_WORDS] {
             w.store(0, Relaxed);
         }
+        self.generation = (self.generation + 1) & u64::from(u32::MAX);
+        if self.generation == 0 {
+            // Wrapped: entries of an old generation 1 could match again.
+            for w in &self.arrays[SITES..] {
+                w.store(0, Relaxed);
+            }
+            self.generation = 1;
+        }
+        self.arrays[GEN].store(self.generation, Relaxed);
     }
 }
 
@@ -335,6 +369,8 @@ impl BigFoot {
         if loc.slot >= hi {
             return;
         }
+        let site = cur.site.0;
+        let checked = (loc.slot, hi, step);
         let step = step.max(1);
         // A one-element range has step 1 (footprints merge on that).
         let step = if hi - loc.slot <= step { 1 } else { step };
@@ -352,13 +388,15 @@ impl BigFoot {
         }
         // Inside the latest step-1 range of its kind that this footprint took (the
         // test generated code makes for element checks): nothing to add.
-        if l.fine.covers(loc.obj, &r) {
+        if l.fine.covers(loc.obj, checked, site, r.write) {
             return;
         }
         let p = Self::add_range(l, loc.obj, len, r, cur);
         if p.step == 1 {
             l.fine.cover(p.write, loc.obj, p.lo, p.hi);
         }
+        l.fine
+            .note_site(site, loc.obj, if p.step == 1 { &p } else { &r });
         // A footprint that stops merging (irregular indexes in a long
         // synchronization-free region) is committed early: checking earlier in the
         // same region is as legitimate and as covering (no acquire or release since
@@ -737,22 +775,16 @@ mod tests {
             };
             bf.check_range(&t, l, Loc { obj: arr, slot: e }, op, e + 1, 1, 24, acc);
         };
-        let range = |lo, hi, write| Range {
-            lo,
-            hi,
-            step: 1,
-            write,
-        };
         // Insertion sort's inner loop, as in the test above.
         for j in (3..10).rev() {
             check(&mut l, j, Op::Read);
             check(&mut l, j + 1, Op::Write);
         }
-        assert!(l.fine.covers(arr, &range(3, 10, false)));
-        assert!(l.fine.covers(arr, &range(4, 11, true)));
-        assert!(!l.fine.covers(arr, &range(10, 11, false)));
-        assert!(!l.fine.covers(arr, &range(3, 4, true)));
-        assert!(!l.fine.covers(ObjId(2 << 20), &range(5, 6, false)));
+        assert!(l.fine.covers(arr, (3, 10, 1), u32::MAX, false));
+        assert!(l.fine.covers(arr, (4, 11, 1), u32::MAX, true));
+        assert!(!l.fine.covers(arr, (10, 11, 1), u32::MAX, false));
+        assert!(!l.fine.covers(arr, (3, 4, 1), u32::MAX, true));
+        assert!(!l.fine.covers(ObjId(2 << 20), (5, 6, 1), u32::MAX, false));
         // Checks inside change nothing; the footprint is the test above's.
         let before: Vec<Range> = l.footprint.iter().map(|e| e.range).collect();
         for e in [9, 3, 5] {
@@ -765,15 +797,73 @@ mod tests {
         // An element the range does not extend starts an entry, which takes over;
         // extended by a stride it is no longer cached, and the last one stays.
         check(&mut l, 12, Op::Read);
-        assert!(l.fine.covers(arr, &range(12, 13, false)));
-        assert!(!l.fine.covers(arr, &range(3, 10, false)));
+        assert!(l.fine.covers(arr, (12, 13, 1), u32::MAX, false));
+        assert!(!l.fine.covers(arr, (3, 10, 1), u32::MAX, false));
         check(&mut l, 14, Op::Read);
         assert_eq!(l.footprint.len(), 3);
-        assert!(l.fine.covers(arr, &range(12, 13, false)));
-        assert!(!l.fine.covers(arr, &range(14, 15, false)));
+        assert!(l.fine.covers(arr, (12, 13, 1), u32::MAX, false));
+        assert!(!l.fine.covers(arr, (14, 15, 1), u32::MAX, false));
         bf.commit(&t, &mut l);
         assert!(l.footprint.is_empty());
-        assert!(!l.fine.covers(arr, &range(3, 4, false)));
-        assert!(!l.fine.covers(arr, &range(5, 6, true)));
+        assert!(!l.fine.covers(arr, (3, 4, 1), u32::MAX, false));
+        assert!(!l.fine.covers(arr, (5, 6, 1), u32::MAX, true));
+    }
+
+    /// A site's own range: a strided range check repeated in an outer loop, or an
+    /// element checked again, is inside the range the site put into the footprint
+    /// (same array, generation, and for a stride the same step and start); a commit
+    /// starts a new generation.
+    #[test]
+    fn a_sites_own_range_covers_its_repeated_checks_until_the_commit() {
+        let shared = Shared::new(
+            Arc::new(crate::env::NullEnv),
+            crate::shared::ChainOptions::default(),
+        );
+        let bf = BigFoot::new(&shared);
+        let t = ThreadState::new(0, crate::vc::VectorClock::new());
+        let mut l = BfLocal::default();
+        let (arr, other) = (ObjId(1 << 20), ObjId(2 << 20));
+        let check = |l: &mut BfLocal, site: u32, arr: ObjId, (lo, hi, step)| {
+            let acc = Acc {
+                tid: 0,
+                op: Op::Read,
+                site: crate::event::SiteId(site),
+                ctx: Default::default(),
+                index: 0,
+            };
+            let loc = Loc { obj: arr, slot: lo };
+            bf.check_range(&t, l, loc, Op::Read, hi, step, 52, acc);
+        };
+        // Six strided ranges, one per offset (crypt's key schedule), twice.
+        for _ in 0..2 {
+            for c in 0..6 {
+                check(&mut l, 10 + c, arr, (c, 48 + c, 6));
+            }
+        }
+        assert_eq!(l.footprint.len(), 6, "the repeated ranges added nothing");
+        assert!(l.fine.covers(arr, (0, 48, 6), 10, false));
+        assert!(l.fine.covers(arr, (0, 30, 6), 10, false), "a prefix");
+        assert!(!l.fine.covers(arr, (6, 48, 6), 10, false), "another start");
+        assert!(!l.fine.covers(arr, (0, 48, 3), 10, false), "another step");
+        assert!(
+            !l.fine.covers(arr, (0, 48, 6), 11, false),
+            "another site's range"
+        );
+        assert!(!l.fine.covers(arr, (0, 48, 6), 10, true), "a write");
+        assert!(
+            !l.fine.covers(other, (0, 48, 6), 10, false),
+            "another array"
+        );
+        assert!(!l.fine.covers(arr, (0, 0, 6), 10, false), "empty");
+        // An element, checked again at its site.
+        check(&mut l, 20, arr, (50, 51, 1));
+        assert!(l.fine.covers(arr, (50, 51, 1), 20, false));
+        assert!(!l.fine.covers(arr, (51, 52, 1), 20, false));
+        let n = l.footprint.len();
+        check(&mut l, 20, arr, (50, 51, 1));
+        assert_eq!(l.footprint.len(), n);
+        bf.commit(&t, &mut l);
+        assert!(!l.fine.covers(arr, (0, 48, 6), 10, false));
+        assert!(!l.fine.covers(arr, (50, 51, 1), 20, false));
     }
 }
