@@ -36,6 +36,18 @@ use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
 use super::{InlineDetector, InlineSite, JitOptions};
 
+/// Which of the chain's inline filter tests an access gets ([`Translator::access_hook`]).
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Filtering {
+    /// The header tests of the inline filters (objects and arrays).
+    Header,
+    /// None: the filters see every such access (capsule classes' fields when the
+    /// chain checks those on thread-local objects too).
+    Never,
+    /// None, and it passes them (statics: shared by every thread).
+    Static,
+}
+
 /// Where [`Translator::exclusive_rule`] works: the location's FastTrack cell, the
 /// thread's packed epoch, the access's site and inline-counter entry (with the
 /// object it remembers), the guard's counters, and the blocks to deliver the access
@@ -466,8 +478,15 @@ impl<'a, 'b> Translator<'a, 'b> {
     ///   thread's own access in its current epoch is the latest, and count the access
     ///   by rule in the same entry ([`Translator::same_epoch_check`]).
     ///
+    /// - a static, other than a reference write, passes every inline filter: each
+    ///   forwards it with nothing but its site record, as an access to a shared
+    ///   object (`escape` takes the statics as escaped, `capsule` as capsule-shared),
+    ///   `capsule` only outside capsule calls (inside one its owner is the executor):
+    ///   so it goes to the detector's check, or ends at the filters, as such an access
+    ///   does after its header tests (`capsule`'s: with no capsule call running).
+    ///
     /// `write` is the type of the written value (None: a read; Some(None): unknown,
-    /// treated as a reference); `filterable` is false for statics; `slot` names a
+    /// treated as a reference); `filtering` says which tests apply; `slot` names a
     /// field (0 for elements); `args[1]` is the location's slot (field index, static
     /// index or element index), so its shadow key is `obj + 8 * args[1]`.
     #[allow(clippy::too_many_arguments)]
@@ -476,7 +495,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         rt: Rt,
         obj: Value,
         args: &[Value],
-        filterable: bool,
+        filtering: Filtering,
         write: Option<Option<&IrType>>,
         site: SiteId,
         slot: u32,
@@ -486,9 +505,11 @@ impl<'a, 'b> Translator<'a, 'b> {
             Some(None) => true,
             Some(Some(t)) => t.is_ref(),
         };
+        let n_filters = self.opts().inline_filters.len();
+        let static_past = filtering == Filtering::Static && !ref_write && n_filters > 0;
         // The header tests in chain order (a reference write only the first's): its
         // mask, and whether it holds only outside capsule calls.
-        let tests: Vec<(u64, bool)> = if filterable {
+        let tests: Vec<(u64, bool)> = if filtering == Filtering::Header {
             let filters = &self.opts().inline_filters;
             let n = if ref_write { 1 } else { filters.len() };
             filters[..n.min(filters.len())]
@@ -501,18 +522,21 @@ impl<'a, 'b> Translator<'a, 'b> {
         } else {
             Vec::new()
         };
+        // How many filters the access has passed once its tests held.
+        let passed = if static_past { n_filters } else { tests.len() };
         let check = self
             .opts()
             .inline_check
-            .filter(|c| !c.field_checks && (!c.behind_filter || (!tests.is_empty() && !ref_write)));
+            .filter(|c| !c.field_checks && (!c.behind_filter || (passed > 0 && !ref_write)));
         // Past every filter's test the access ends without a call when the pass
         // after the filters ignores plain accesses (`JitOptions::accesses_end_at_filters`).
         let end_at_filters = check.is_none()
             && !ref_write
             && self.opts().accesses_end_at_filters
-            && !tests.is_empty()
-            && tests.len() == self.opts().inline_filters.len();
-        if tests.is_empty() && check.is_none() {
+            && passed > 0
+            && passed == n_filters;
+        // (A static has no test of its own: nothing inline without a check or an end.)
+        if check.is_none() && (passed == 0 || (static_past && !end_at_filters)) {
             self.call_rt(rt, args);
             return;
         }
@@ -526,6 +550,16 @@ impl<'a, 'b> Translator<'a, 'b> {
         });
         let call = self.b.create_block();
         let cont = self.b.create_block();
+        if static_past && self.opts().inline_filters.iter().any(|f| f.capsule_calls) {
+            // Inside a capsule call `capsule` records the executor: call.
+            let n = self
+                .b
+                .ins()
+                .load(I64, MemFlagsData::trusted(), self.ctx, OFF_CAPSULE_CALLS);
+            let outside = self.b.create_block();
+            self.b.ins().brif(n, call, &[], outside, &[]);
+            self.b.switch_to_block(outside);
+        }
         let mut header = None;
         for (i, &(mask, capsule_calls)) in tests.iter().enumerate() {
             if capsule_calls {
@@ -585,7 +619,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         if let Some(past) = past {
             self.b.switch_to_block(past);
             self.count_inline(entry, INLINE_PAST, obj);
-            let k = self.iconst(tests.len() as i64);
+            let k = self.iconst(passed as i64);
             self.b
                 .ins()
                 .store(MemFlagsData::trusted(), k, self.ctx, OFF_PAST_FILTERS);
@@ -1275,7 +1309,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let fd = self.env.prog.field(field);
         let ty = self.local_type(dst);
         let word = (layout::FIELD0 + field.index as usize) as i64;
-        let filterable = self.field_filterable(field);
+        let filtering = self.field_filtering(field);
         self.read(
             dst,
             o,
@@ -1284,7 +1318,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             fd.is_volatile,
             ty,
             site,
-            filterable,
+            filtering,
         );
     }
 
@@ -1300,7 +1334,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         volatile: bool,
         ty: types::Type,
         site: SiteId,
-        filterable: bool,
+        filtering: Filtering,
     ) {
         if volatile {
             let w = self.iconst(word);
@@ -1324,7 +1358,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 Rt::EvRead,
                 o,
                 &[o, sl, s],
-                filterable,
+                filtering,
                 None,
                 site,
                 slot as u32,
@@ -1343,7 +1377,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         ty: &IrType,
         volatile: bool,
         site: SiteId,
-        filterable: bool,
+        filtering: Filtering,
     ) {
         let is_ref = ty.is_ref() as i64;
         if volatile {
@@ -1367,7 +1401,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 Rt::EvWrite,
                 o,
                 &[o, sl, bits, r, s],
-                filterable,
+                filtering,
                 Some(Some(ty)),
                 site,
                 slot as u32,
@@ -1383,7 +1417,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let fd = self.env.prog.field(field);
         let v = self.use_(src);
         let word = (layout::FIELD0 + field.index as usize) as i64;
-        let filterable = self.field_filterable(field);
+        let filtering = self.field_filtering(field);
         self.write(
             o,
             word,
@@ -1392,7 +1426,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             &fd.ty.clone(),
             fd.is_volatile,
             site,
-            filterable,
+            filtering,
         );
     }
 
@@ -1400,16 +1434,20 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// class's field when the chain checks those on thread-local objects too
     /// (`HeaderFilter::capsule_fields`; CapJava has no inheritance, so the field's
     /// class is the object's).
-    fn field_filterable(&self, field: FieldRef) -> bool {
+    fn field_filtering(&self, field: FieldRef) -> Filtering {
         let capsule_fields = self.opts().inline_filters.iter().any(|f| f.capsule_fields);
-        !(capsule_fields && self.opts().is_capsule(field.class.0))
+        match capsule_fields && self.opts().is_capsule(field.class.0) {
+            true => Filtering::Never,
+            false => Filtering::Header,
+        }
     }
 
     fn statics(&mut self) -> Value {
         self.iconst(self.env.image.statics as i64)
     }
 
-    /// Statics are never filtered inline (every thread shares them).
+    /// Statics are never dropped inline (every thread shares them), but pass the
+    /// filters inline ([`Filtering::Static`]).
     fn get_static(&mut self, dst: Local, field: StaticId, site: SiteId) {
         self.point();
         let sf = self.env.prog.static_field(field);
@@ -1424,7 +1462,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             sf.is_volatile,
             ty,
             site,
-            false,
+            Filtering::Static,
         );
     }
 
@@ -1435,7 +1473,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         let v = self.use_(src);
         let word = (layout::FIELD0 + field.index()) as i64;
         let ty = sf.ty.clone();
-        self.write(o, word, field.0 as i64, v, &ty, sf.is_volatile, site, false);
+        let f = Filtering::Static;
+        self.write(o, word, field.0 as i64, v, &ty, sf.is_volatile, site, f);
     }
 
     /// Null and bounds checks of `a[i]` (the interpreter's `Interp::element`);
@@ -1467,7 +1506,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.def(dst, v);
         if self.opts().access_hooks {
             let s = self.iconst(site.0 as i64);
-            self.access_hook(Rt::EvRead, a, &[a, i, s], true, None, site, 0);
+            self.access_hook(Rt::EvRead, a, &[a, i, s], Filtering::Header, None, site, 0);
         }
     }
 
@@ -1487,7 +1526,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             };
             let args = [a, i, bits, s];
             let w = Some(elem.as_ref());
-            self.access_hook(Rt::EvArrayWrite, a, &args, true, w, site, 0);
+            let f = Filtering::Header;
+            self.access_hook(Rt::EvArrayWrite, a, &args, f, w, site, 0);
         }
     }
 
