@@ -481,7 +481,10 @@ pub trait Pass: Send + Sync {
     /// every access its inline test lets through, other than a `Write` of a
     /// reference, with no effect but what [`Pass::inline_forwarded`] reproduces; the
     /// producer may then decide such an access with the detector's [`InlineCheck`]
-    /// without calling this pass.
+    /// without calling this pass. The same must hold for every access to a static
+    /// (which has no header for the test) other than a `Write` of a reference, made
+    /// outside capsule calls: the producer passes those through every inline filter.
+    /// (`escape` takes the statics as escaped, `capsule` as capsule-shared.)
     fn forwards_inline(&self) -> bool {
         false
     }

@@ -1824,7 +1824,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     ) {
         let m = MemFlagsData::trusted();
         let table = self.b.ins().load(I64, m, self.ctx, OFF_FINE);
-        let st = self.iconst(i64::from(step));
+        let st = self.iconst(i64::from(step.max(1)));
         let which = self.iconst(i64::from(site.0) | i64::from(write) << 32);
         let ok = self
             .call_rt(Rt::Covered, &[table, a, lo, hi, st, which])

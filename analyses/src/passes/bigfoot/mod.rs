@@ -752,18 +752,22 @@ mod tests {
         assert_eq!((r.lo, r.hi, r.step), (20, 27, 2));
     }
 
+    /// A pass without a heap, a thread and its state.
+    fn fresh() -> (BigFoot, ThreadState, BfLocal) {
+        let shared = Shared::new(
+            Arc::new(crate::env::NullEnv),
+            crate::shared::ChainOptions::default(),
+        );
+        let t = ThreadState::new(0, crate::vc::VectorClock::new());
+        (BigFoot::new(&shared), t, BfLocal::default())
+    }
+
     /// The covered ranges generated code tests: the latest step-1 range of each
     /// kind, only ever inside the footprint, dropped checks leave the footprint as
     /// it was, and a commit clears them.
     #[test]
     fn covered_ranges_follow_the_footprint_and_clear_at_commit() {
-        let shared = Shared::new(
-            Arc::new(crate::env::NullEnv),
-            crate::shared::ChainOptions::default(),
-        );
-        let bf = BigFoot::new(&shared);
-        let t = ThreadState::new(0, crate::vc::VectorClock::new());
-        let mut l = BfLocal::default();
+        let (bf, t, mut l) = fresh();
         let arr = ObjId(1 << 20);
         let check = |l: &mut BfLocal, e: u32, op: Op| {
             let acc = Acc {
@@ -815,13 +819,7 @@ mod tests {
     /// starts a new generation.
     #[test]
     fn a_sites_own_range_covers_its_repeated_checks_until_the_commit() {
-        let shared = Shared::new(
-            Arc::new(crate::env::NullEnv),
-            crate::shared::ChainOptions::default(),
-        );
-        let bf = BigFoot::new(&shared);
-        let t = ThreadState::new(0, crate::vc::VectorClock::new());
-        let mut l = BfLocal::default();
+        let (bf, t, mut l) = fresh();
         let (arr, other) = (ObjId(1 << 20), ObjId(2 << 20));
         let check = |l: &mut BfLocal, site: u32, arr: ObjId, (lo, hi, step)| {
             let acc = Acc {
