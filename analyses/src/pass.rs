@@ -275,13 +275,43 @@ pub enum InlineGuard {
     /// transaction is live): an access decided that way (with the detector's test)
     /// adds one to the `u64` [`GUARD_IDLE_OFF`] bytes after the guard word, so that
     /// [`Pass::inline_forwarded`] can tell the two kinds apart.
+    ///
+    /// Where the stamp test fails, the producer may apply the checker's *sole
+    /// accessor* rule instead (only where it also keeps the thread's call context in
+    /// the shadow stack, as [`InlineCheck::FastTrack`]'s exclusive rules do): if `w`
+    /// is an inside word (`w < 2^63`), the stamp is the thread's own earlier one in its
+    /// transaction (`0 < s < 2^63`, `(s ^ w) & 0xffff_fffe == 0`, `s >> 32` at least the
+    /// `u64` [`GUARD_TX_LO_OFF`] bytes after the guard word), and the location's
+    /// entry in the table at `sole` (the stamp table's layout, cells of
+    /// [`SOLE_CELL_BYTES`]) has the owner word `o = (w & 0xffff_ffff) + 2`, which a
+    /// compare-and-swap to `o | SOLE_LOCK` locks: store the packed site
+    /// `site | ctx << 32` at [`SOLE_W_SITE_OFF`] for a write ([`SOLE_R_SITE_OFF`] for a
+    /// read) and the clock `w >> 32` in the high half of the clocks word at
+    /// [`SOLE_CLOCKS_OFF`] for a write (its other half 0), in its low half for a read
+    /// (the high half kept); then the stamp `w + write`, then `o` (unlocked). The
+    /// access then counts as one the stamp test decided.
     Stamp {
         /// The address of the stamp table's top level (`2^TOP_BITS` pointers).
         top: u64,
         /// The address of the count of live transactions.
         idle: u64,
+        /// The address of the sole-accessor table's top level.
+        sole: u64,
     },
 }
+
+/// The offset from the guard word of the thread's first conflict-freedom clock in
+/// its current transaction ([`InlineGuard::Stamp`]'s sole-accessor rule).
+pub const GUARD_TX_LO_OFF: i32 = 16;
+/// Bytes per cell of the sole-accessor table, and the offsets of its words
+/// ([`InlineGuard::Stamp`]).
+pub const SOLE_CELL_BYTES: u32 = 32;
+pub const SOLE_OWNER_OFF: i32 = 0;
+pub const SOLE_CLOCKS_OFF: i32 = 8;
+pub const SOLE_W_SITE_OFF: i32 = 16;
+pub const SOLE_R_SITE_OFF: i32 = 24;
+/// The lock bit of a sole-accessor entry's owner word.
+pub const SOLE_LOCK: u64 = 1;
 
 /// Bytes per cell of [`InlineGuard::Stamp`]'s table.
 pub const GUARD_CELL_BYTES: u32 = 8;

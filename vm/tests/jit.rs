@@ -975,6 +975,88 @@ fn capsule_takes_only_the_calls_of_capsule_classes() {
     }
 }
 
+/// SingleTrack's sole-accessor rule inline: `main` writes `x.b` in a fresh epoch of
+/// its deterministic block 100 times (a fork and join between writes); from the
+/// third on, generated code applies the rule and FastTrack's exclusive rule without
+/// a call. The last write, in `touch`, conflicts with `other`'s read (forked before
+/// it): the report's earlier access must name `touch` called from `main`, with the
+/// site and context the inline rule stored, as the interpreter says, and every
+/// statistic must equal the interpreter's and the out-of-line path's. (`flag` is
+/// volatile: its reads, however many, are never decided inline.)
+#[test]
+fn inline_sole_accessor_rule_keeps_reports_and_statistics() {
+    let src = "\
+class Box {
+    int b;
+    volatile int flag;
+}
+
+class Main {
+    static void nop() {
+    }
+
+    static void touch(Box x) {
+        x.b = 3;
+    }
+
+    static void other(Box x) {
+        while (x.flag == 0) {
+        }
+        print(x.b);
+    }
+
+    static void main() {
+        Box x = new Box();
+        deterministic {
+            for (int i = 0; i < 100; i++) {
+                x.b = i;
+                Thread t = fork Main.nop();
+                t.join();
+            }
+            Thread t2 = fork Main.other(x);
+            touch(x);
+            x.flag = 1;
+            t2.join();
+        }
+    }
+}
+";
+    let prog = compile_src("sole.cj", src).expect("compiles");
+    let tools = "singletrack:fasttrack";
+    let cfg = RunConfig {
+        tier: Tier::Interp,
+        sched: SchedKind::Seeded(1),
+        tools: Some(tools.into()),
+        ..RunConfig::default()
+    };
+    let a = run_program(prog.clone(), &cfg).expect("run");
+    let conflict = a
+        .warnings_text
+        .iter()
+        .find(|w| w.contains("Box.b") && w.contains("not ordered by fork"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        conflict.contains("Main.touch (sole.cj:11:11)\n    #1 Main.main (sole.cj:29:13)")
+            && conflict.contains("write by T0 and read by T"),
+        "the interpreter's conflict names touch's write, called from main:\n{conflict}"
+    );
+    let (on, off) = (
+        run_jit_parts_with(&prog, tools, 1, true),
+        run_jit_parts_with(&prog, tools, 1, false),
+    );
+    for (what, b) in [("inline check on", &on), ("inline check off", &off)] {
+        if let Some(m) = mismatch("sole.cj", &a, what, b) {
+            panic!("{m}");
+        }
+    }
+    assert!(
+        on.checked_inline >= 98,
+        "{} accesses decided inline",
+        on.checked_inline
+    );
+}
+
 /// The inline exclusive rules store the thread's call context with the access's site
 /// (`JitThread::ctx_word`), valid only while no call was made from below the current
 /// depth since the runtime last handed the stack over. Here the main thread's write

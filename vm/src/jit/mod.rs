@@ -108,10 +108,10 @@ pub struct InlineDetector {
     /// that forwards every check. A check dropped there counts for the pass in part
     /// `abi::inline_count(pass)` of its entry; statics are never dropped.
     pub check_masks: [u64; analyses::Chain::MAX_INLINE_FILTERS],
-    /// `InlineGuard::Stamp`'s `top` and `idle` (`analyses::Chain::inline_guard`): a
-    /// checker before the detector (`singletrack`) whose test must hold too, on the
-    /// thread's word `abi::JitThread::guard`.
-    pub guard: Option<(u64, u64)>,
+    /// `InlineGuard::Stamp` (`analyses::Chain::inline_guard`): a checker before the
+    /// detector (`singletrack`) whose test must hold too, on the thread's word
+    /// `abi::JitThread::guard`; its sole-accessor rule applies with `exclusive`.
+    pub guard: Option<analyses::pass::InlineGuard>,
     /// Also apply FastTrack's exclusive rules inline, on the thread's own earlier
     /// epochs, under the cell's lock (`InlineCheck::FastTrack`), only when the chain
     /// takes the call context from the shadow stack (the packed site stores it,
@@ -224,8 +224,8 @@ impl JitOptions {
                         }
                     }
                     let guard = match b.chain.inline_guard() {
-                        Some(analyses::pass::InlineGuard::Stamp { top, idle }) if !field_checks => {
-                            Some((top, idle))
+                        Some(g @ analyses::pass::InlineGuard::Stamp { .. }) if !field_checks => {
+                            Some(g)
                         }
                         Some(_) => return None,
                         None => None,

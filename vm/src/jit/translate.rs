@@ -66,6 +66,18 @@ struct ExclusiveAt {
     cont: ir::Block,
 }
 
+/// Where [`Translator::sole_rule`] works: the sole-accessor table's top level, the
+/// location's word index, the thread's guard word (and its address), and the
+/// location's stamp (and its address).
+struct SoleAt {
+    top: u64,
+    w: Value,
+    gp: Value,
+    word: Value,
+    stamp: Value,
+    s: Value,
+}
+
 /// `Math.*` functions computed by the runtime (`runtime_fns::jit_math`), by index.
 pub const MATH_FNS: [MathFn; 13] = [
     MathFn::Sqrt,
@@ -690,56 +702,82 @@ impl<'a, 'b> Translator<'a, 'b> {
         // `stamp == word + 1`; else, off the hot path, outside every transaction
         // with none live. `was_idle` (0 or 1) says which held: a hit of the idle
         // test adds one to the checker's count of idle accesses after the word.
-        let guard = c.guard.map(|(top, idle)| {
-            let gp = self.b.ins().load(I64, m, self.ctx, OFF_GUARD);
-            let word = self.b.ins().load(I64, m, gp, 0);
-            let guarded = self.b.create_block();
-            let was_idle = self.b.append_block_param(guarded, I64);
-            let other = self.b.create_block();
-            self.b.set_cold_block(other);
-            let zero = self.iconst(0);
-            let stamp = self.shadow_cell(top, w, GUARD_CELL_BYTES, other);
-            let s = self.b.ins().load(I64, m, stamp, 0);
-            if is_write {
-                let w1 = self.b.ins().iadd_imm_s(word, 1);
-                let same = self.b.ins().icmp(IntCC::Equal, s, w1);
-                self.b.ins().brif(same, guarded, &[zero.into()], other, &[]);
-            } else {
-                let s1 = self.b.ins().band_imm_s(s, !1);
-                let same = self.b.ins().icmp(IntCC::Equal, s1, word);
-                let not_own = self.b.create_block();
-                self.b
-                    .ins()
-                    .brif(same, guarded, &[zero.into()], not_own, &[]);
-                // Tagged: the read words `[n, w_0, …, w_{n-1}]` it points at must
-                // hold the word for the thread (`word & 0xffff_ffff) >> 1`).
-                self.b.switch_to_block(not_own);
-                let tagged = self.b.ins().band_imm_s(s, GUARD_SHARED_TAG as i64);
-                let shared = self.b.create_block();
-                self.b.ins().brif(tagged, shared, &[], other, &[]);
-                self.b.switch_to_block(shared);
-                let low = self.b.ins().band_imm_s(word, u32::MAX as i64);
-                let t = self.b.ins().ushr_imm_u(low, 1);
-                let e = self.tagged_entry(s, GUARD_SHARED_TAG, t, I64, other);
-                let same = self.b.ins().icmp(IntCC::Equal, e, word);
-                self.b.ins().brif(same, guarded, &[zero.into()], other, &[]);
-            }
-            self.b.switch_to_block(other);
-            let outside = self
-                .b
-                .ins()
-                .icmp_imm_s(IntCC::Equal, word, GUARD_OUTSIDE as i64);
-            let idle_b = self.b.create_block();
-            self.b.set_cold_block(idle_b);
-            self.b.ins().brif(outside, idle_b, &[], call, &[]);
-            self.b.switch_to_block(idle_b);
-            let idle = self.iconst(idle as i64);
-            let live = self.b.ins().load(I64, m, idle, 0);
-            let one = self.iconst(1);
-            self.b.ins().brif(live, call, &[], guarded, &[one.into()]);
-            self.b.switch_to_block(guarded);
-            (gp, was_idle)
-        });
+        let guard = c
+            .guard
+            .map(|analyses::pass::InlineGuard::Stamp { top, idle, sole }| {
+                let gp = self.b.ins().load(I64, m, self.ctx, OFF_GUARD);
+                let word = self.b.ins().load(I64, m, gp, 0);
+                let guarded = self.b.create_block();
+                let was_idle = self.b.append_block_param(guarded, I64);
+                let other = self.b.create_block();
+                self.b.set_cold_block(other);
+                let zero = self.iconst(0);
+                let stamp = self.shadow_cell(top, w, GUARD_CELL_BYTES, other);
+                let s = self.b.ins().load(I64, m, stamp, 0);
+                // Where the stamp test fails on a plain stamp: the sole-accessor rule
+                // when it applies here (on a thread inside a transaction).
+                let miss = if c.exclusive {
+                    self.b.create_block()
+                } else {
+                    other
+                };
+                if is_write {
+                    let w1 = self.b.ins().iadd_imm_s(word, 1);
+                    let same = self.b.ins().icmp(IntCC::Equal, s, w1);
+                    self.b.ins().brif(same, guarded, &[zero.into()], miss, &[]);
+                } else {
+                    let s1 = self.b.ins().band_imm_s(s, !1);
+                    let same = self.b.ins().icmp(IntCC::Equal, s1, word);
+                    let not_own = self.b.create_block();
+                    self.b
+                        .ins()
+                        .brif(same, guarded, &[zero.into()], not_own, &[]);
+                    // Tagged: the read words `[n, w_0, …, w_{n-1}]` it points at must
+                    // hold the word for the thread (`word & 0xffff_ffff) >> 1`).
+                    self.b.switch_to_block(not_own);
+                    let tagged = self.b.ins().band_imm_s(s, GUARD_SHARED_TAG as i64);
+                    let shared = self.b.create_block();
+                    self.b.ins().brif(tagged, shared, &[], miss, &[]);
+                    self.b.switch_to_block(shared);
+                    let low = self.b.ins().band_imm_s(word, u32::MAX as i64);
+                    let t = self.b.ins().ushr_imm_u(low, 1);
+                    let e = self.tagged_entry(s, GUARD_SHARED_TAG, t, I64, other);
+                    let same = self.b.ins().icmp(IntCC::Equal, e, word);
+                    self.b.ins().brif(same, guarded, &[zero.into()], other, &[]);
+                }
+                let outside = |b: &mut FunctionBuilder| {
+                    b.ins().icmp_imm_s(IntCC::Equal, word, GUARD_OUTSIDE as i64)
+                };
+                if miss != other {
+                    self.b.switch_to_block(miss);
+                    let out = outside(&mut self.b);
+                    let inside = self.b.create_block();
+                    self.b.ins().brif(out, other, &[], inside, &[]);
+                    self.b.switch_to_block(inside);
+                    let at = SoleAt {
+                        top: sole,
+                        w,
+                        gp,
+                        word,
+                        stamp,
+                        s,
+                    };
+                    self.sole_rule(&at, is_write, site, call);
+                    self.b.ins().jump(guarded, &[zero.into()]);
+                }
+                self.b.switch_to_block(other);
+                let out = outside(&mut self.b);
+                let idle_b = self.b.create_block();
+                self.b.set_cold_block(idle_b);
+                self.b.ins().brif(out, idle_b, &[], call, &[]);
+                self.b.switch_to_block(idle_b);
+                let idle = self.iconst(idle as i64);
+                let live = self.b.ins().load(I64, m, idle, 0);
+                let one = self.iconst(1);
+                self.b.ins().brif(live, call, &[], guarded, &[one.into()]);
+                self.b.switch_to_block(guarded);
+                (gp, was_idle)
+            });
         let cell = self.shadow_cell(c.top, w, CELL, call);
         let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
         let e = self.b.ins().load(I64, m, ep, 0);
@@ -806,6 +844,82 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.count_inline(entry, INLINE_FAST, obj);
         self.count_guarded(guard);
         self.b.ins().jump(cont, &[]);
+    }
+
+    /// SingleTrack's sole-accessor rule (`analyses::pass::InlineGuard::Stamp`) for the
+    /// location of word index `at.w`, whose stamp `at.s` (at `at.stamp`) failed the
+    /// stamp test of the thread's guard word `at.word` (at `at.gp`, not
+    /// `GUARD_OUTSIDE`): falls through when the rule applied, jumps to `call` in any
+    /// other case (the pass decides there, under the location's lock). Only where the
+    /// call context is the shadow stack's (`exclusive_rule`'s test).
+    fn sole_rule(&mut self, at: &SoleAt, is_write: bool, site: SiteId, call: ir::Block) {
+        use analyses::pass::{
+            GUARD_TX_LO_OFF, SOLE_CELL_BYTES, SOLE_CLOCKS_OFF, SOLE_LOCK, SOLE_OWNER_OFF,
+            SOLE_R_SITE_OFF, SOLE_W_SITE_OFF,
+        };
+        let m = MemFlagsData::trusted();
+        let next = |b: &mut FunctionBuilder, cond: Value| {
+            let ok = b.create_block();
+            b.ins().brif(cond, ok, &[], call, &[]);
+            b.switch_to_block(ok);
+        };
+        // An inside word (below 2^63), and a stamp of the same thread (equal but
+        // for the clock and the write bit) that is a plain one (below 2^63), not 0,
+        // from this transaction (its clock at least the thread's first).
+        let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, at.word, 0);
+        let not_neg = self.b.create_block();
+        self.b.ins().brif(neg, call, &[], not_neg, &[]);
+        self.b.switch_to_block(not_neg);
+        let x = self.b.ins().bxor(at.s, at.word);
+        let x = self.b.ins().band_imm_s(x, 0xffff_fffe);
+        let same_tid = self.b.ins().icmp_imm_s(IntCC::Equal, x, 0);
+        next(&mut self.b, same_tid);
+        let plain = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, at.s, 0);
+        next(&mut self.b, plain);
+        let lo = self.b.ins().load(I64, m, at.gp, GUARD_TX_LO_OFF);
+        let clock = self.b.ins().ushr_imm_u(at.s, 32);
+        let ours = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, clock, lo);
+        next(&mut self.b, ours);
+        // The call context of the packed site is the shadow stack's.
+        let depth = self.b.ins().load(I64, m, self.ctx, OFF_DEPTH);
+        let low = self.b.ins().load(I64, m, self.ctx, OFF_FRAMES_LOW);
+        let synced = self.b.ins().load(I64, m, self.ctx, OFF_CTX_DEPTH);
+        let a = self.b.ins().bxor(depth, low);
+        let b = self.b.ins().bxor(depth, synced);
+        let moved = self.b.ins().bor(a, b);
+        let still = self.b.ins().icmp_imm_s(IntCC::Equal, moved, 0);
+        next(&mut self.b, still);
+        // The entry, owned by the thread: lock it.
+        let entry = self.shadow_cell(at.top, at.w, SOLE_CELL_BYTES, call);
+        let low = self.b.ins().band_imm_s(at.word, u32::MAX as i64);
+        let own = self.b.ins().iadd_imm_s(low, 2);
+        let locked = self.b.ins().bor_imm_s(own, SOLE_LOCK as i64);
+        let o_addr = self.b.ins().iadd_imm_s(entry, i64::from(SOLE_OWNER_OFF));
+        let old = self.b.ins().atomic_cas(m, o_addr, own, locked);
+        let got = self.b.ins().icmp(IntCC::Equal, old, own);
+        next(&mut self.b, got);
+        // Plain stores in program order (x86-64 keeps it), the owner's last.
+        let ctx = self.b.ins().load(I64, m, self.ctx, OFF_CTX_WORD);
+        let packed = self.b.ins().bor_imm_s(ctx, i64::from(site.0));
+        let high = self.b.ins().band_imm_s(at.word, !(u32::MAX as i64));
+        if is_write {
+            self.b.ins().store(m, packed, entry, SOLE_W_SITE_OFF);
+            self.b.ins().store(m, high, entry, SOLE_CLOCKS_OFF);
+            let w1 = self.b.ins().iadd_imm_s(at.word, 1);
+            self.b.ins().store(m, w1, at.stamp, 0);
+        } else {
+            self.b.ins().store(m, packed, entry, SOLE_R_SITE_OFF);
+            let clocks = self.b.ins().load(I64, m, entry, SOLE_CLOCKS_OFF);
+            let w = self.b.ins().band_imm_s(clocks, !(u32::MAX as i64));
+            let c = self.b.ins().ushr_imm_u(at.word, 32);
+            let clocks = self.b.ins().bor(w, c);
+            self.b.ins().store(m, clocks, entry, SOLE_CLOCKS_OFF);
+            self.b.ins().store(m, at.word, at.stamp, 0);
+        }
+        self.b.ins().store(m, own, entry, SOLE_OWNER_OFF);
     }
 
     /// Branch to `yes` if `cond`; otherwise to the exclusive rule on the loaded word

@@ -112,8 +112,10 @@
 //! the cell is as good as none, ids are never reused). Programs without
 //! `deterministic` code pay one load per access and no memory.
 //!
-//! The JIT applies these tests inline in front of FastTrack's
-//! ([`InlineGuard::Stamp`]), so an access that both decide costs no call.
+//! The JIT applies these tests, and the sole accessor's rule, inline in front of
+//! FastTrack's ([`InlineGuard::Stamp`]), so an access that both decide costs no call:
+//! a grid point its owner updates after every barrier then costs two
+//! compare-and-swaps (the entry's lock here, FastTrack's exclusive rule there).
 
 pub mod cf;
 mod small;
@@ -127,7 +129,10 @@ use std::sync::atomic::{
 use parking_lot::Mutex;
 
 use crate::event::{Event, EventKind, Loc, Tid};
-use crate::pass::{Flow, GUARD_IDLE_OFF, GUARD_OUTSIDE, InlineChecks, InlineGuard, Local, Pass};
+use crate::pass::{
+    Flow, GUARD_IDLE_OFF, GUARD_OUTSIDE, GUARD_TX_LO_OFF, InlineChecks, InlineGuard, Local, Pass,
+    SOLE_CELL_BYTES, SOLE_CLOCKS_OFF, SOLE_OWNER_OFF, SOLE_R_SITE_OFF, SOLE_W_SITE_OFF,
+};
 use crate::report::{AccessInfo, Warning, WarningKind};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
@@ -256,10 +261,6 @@ struct ThreadCopy {
     cf: CfView,
     inside: bool,
     last: Option<NodeId>,
-    /// The thread's conflict-freedom clock when it entered its current transaction
-    /// (clocks only grow, and `begin` ticks: a stamp of the thread at this clock or
-    /// later was made in this transaction).
-    tx_lo: crate::vc::Clock,
     /// Read by generated code ([`InlineGuard::Stamp`]).
     guard: GuardWords,
 }
@@ -275,9 +276,16 @@ struct GuardWords {
     /// Accesses outside transactions decided by generated code (no check), since
     /// the last [`Pass::inline_forwarded`].
     idle: AtomicU64,
+    /// The thread's conflict-freedom clock when it entered its current transaction
+    /// (clocks only grow, and `begin` ticks: a stamp of the thread at this clock or
+    /// later was made in this transaction). Only the thread writes it.
+    tx_lo: AtomicU64,
 }
 
-const _: () = assert!(std::mem::offset_of!(GuardWords, idle) == GUARD_IDLE_OFF as usize);
+const _: () = {
+    assert!(std::mem::offset_of!(GuardWords, idle) == GUARD_IDLE_OFF as usize);
+    assert!(std::mem::offset_of!(GuardWords, tx_lo) == GUARD_TX_LO_OFF as usize);
+};
 
 impl Default for ThreadCopy {
     fn default() -> Self {
@@ -286,10 +294,10 @@ impl Default for ThreadCopy {
             cf: CfView::default(),
             inside: false,
             last: None,
-            tx_lo: 0,
             guard: GuardWords {
                 word: AtomicU64::new(GUARD_OUTSIDE),
                 idle: AtomicU64::new(0),
+                tx_lo: AtomicU64::new(0),
             },
         }
     }
@@ -324,7 +332,8 @@ struct Checks(AtomicU64);
 
 /// A location that one thread owns inside its transaction ("Sole accessor" in the
 /// module doc): that thread's last plain write and its last plain read since, which
-/// the location's [`Cell`] does not show yet. One line holds two.
+/// the location's [`Cell`] does not show yet. One line holds two. Generated code
+/// applies the owner's rule too, on this layout ([`InlineGuard::Stamp`]).
 #[repr(C, align(32))]
 #[derive(Default)]
 struct Sole {
@@ -338,7 +347,16 @@ struct Sole {
     r_site: AtomicU64,
 }
 
-const SOLE_LOCK: u64 = 1;
+use crate::pass::SOLE_LOCK;
+
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<Sole>() == SOLE_CELL_BYTES as usize);
+    assert!(offset_of!(Sole, owner) == SOLE_OWNER_OFF as usize);
+    assert!(offset_of!(Sole, clocks) == SOLE_CLOCKS_OFF as usize);
+    assert!(offset_of!(Sole, w_site) == SOLE_W_SITE_OFF as usize);
+    assert!(offset_of!(Sole, r_site) == SOLE_R_SITE_OFF as usize);
+};
 
 fn sole_owner(t: Tid) -> u64 {
     (u64::from(t) + 1) << 1
@@ -494,7 +512,8 @@ impl SingleTrack {
         let before = copy.cf.tx.as_ref().map(Arc::as_ptr);
         copy.cf = st.cf.view(t);
         if copy.cf.tx.as_ref().map(Arc::as_ptr) != before {
-            copy.tx_lo = copy.cf.vc.get(t);
+            let lo = copy.cf.vc.get(t);
+            copy.guard.tx_lo.store(u64::from(lo), Relaxed);
         }
         (copy.inside, copy.last) = st.xs.thread_view(t);
         copy.synced = true;
@@ -571,7 +590,10 @@ impl SingleTrack {
 
     /// Whether `stamp` is an access of `t` itself in its current transaction.
     fn own_earlier(stamp: u64, t: Tid, copy: &ThreadCopy) -> bool {
-        is_stamp(stamp) && stamp != 0 && stamp_tid(stamp) == t && (stamp >> 32) as u32 >= copy.tx_lo
+        is_stamp(stamp)
+            && stamp != 0
+            && stamp_tid(stamp) == t
+            && stamp >> 32 >= copy.guard.tx_lo.load(Relaxed)
     }
 
     /// A plain access of the location's sole accessor `t` (see the module doc),
@@ -792,6 +814,7 @@ impl Pass for SingleTrack {
         Some(InlineGuard::Stamp {
             top: self.stamps.top_addr(),
             idle: self.live.count_addr(),
+            sole: self.sole.top_addr(),
         })
     }
 
@@ -822,6 +845,9 @@ impl Pass for SingleTrack {
             | EventKind::Write { loc, .. }
             | EventKind::VolatileRead { loc }
             | EventKind::VolatileWrite { loc, .. } => self.var_access(t, copy, ev, loc),
+            // Neither property looks at calls or allocations (a chain with `capsule`
+            // delivers the calls of capsule methods): no lock, nothing to refresh.
+            EventKind::Enter { .. } | EventKind::Exit { .. } | EventKind::Alloc { .. } => {}
             _ => {
                 let (conflicts, cycles) = {
                     let mut st = self.state.lock();
