@@ -270,7 +270,11 @@ pub enum InlineGuard {
     /// stamps that match its word; no stamp matches [`GUARD_OUTSIDE`]), or, for a
     /// read, `s` has [`GUARD_SHARED_TAG`], `p = s & !TAG` points to a `u64` `n`,
     /// `t = (w & 0xffff_ffff) >> 1` is below `n` and the `u64` at `p + 8 + 8 * t`
-    /// equals `w` (read-shared same epoch). Or the thread is outside every
+    /// equals `w` (read-shared same epoch), or `s` has [`GUARD_PAIR_TAG`] but not
+    /// [`GUARD_SHARED_TAG`] and one of its halves `s & (2^31 - 1)`, `(s >> 31) &
+    /// (2^31 - 1)` equals `(w & 0xffff_ffff) >> 1 << 24 | w >> 32` where the thread
+    /// (`(w & 0xffff_ffff) >> 1`) is below 128 and the clock (`w >> 32`) below 2^24
+    /// (two readers in the stamp). Or the thread is outside every
     /// transaction (`w == GUARD_OUTSIDE`) and the `u64` at `idle` is 0 (no
     /// transaction is live): an access decided that way (with the detector's test)
     /// adds one to the `u64` [`GUARD_IDLE_OFF`] bytes after the guard word, so that
@@ -280,7 +284,7 @@ pub enum InlineGuard {
     /// accessor* rule instead (only where it also keeps the thread's call context in
     /// the shadow stack, as [`InlineCheck::FastTrack`]'s exclusive rules do): if `w`
     /// is an inside word (`w < 2^63`), the stamp is the thread's own earlier one in its
-    /// transaction (`0 < s < 2^63`, `(s ^ w) & 0xffff_fffe == 0`, `s >> 32` at least the
+    /// transaction (`s != 0`, `s < 2^62`, `(s ^ w) & 0xffff_fffe == 0`, `s >> 32` at least the
     /// `u64` [`GUARD_TX_LO_OFF`] bytes after the guard word), and the location's
     /// entry in the table at `sole` (the stamp table's layout, cells of
     /// [`SOLE_CELL_BYTES`]) has the owner word `o = (w & 0xffff_ffff) + 2`, which a
@@ -317,6 +321,8 @@ pub const SOLE_LOCK: u64 = 1;
 pub const GUARD_CELL_BYTES: u32 = 8;
 /// The tag of a stamp that points at per-thread read words ([`InlineGuard::Stamp`]).
 pub const GUARD_SHARED_TAG: u64 = 1 << 63;
+/// The tag of a stamp that holds two threads' read words ([`InlineGuard::Stamp`]).
+pub const GUARD_PAIR_TAG: u64 = 1 << 62;
 /// The guard word of a thread outside every transaction ([`InlineGuard::Stamp`]).
 pub const GUARD_OUTSIDE: u64 = !1;
 /// The offset from the guard word of the count of accesses the producer decided

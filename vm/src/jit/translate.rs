@@ -682,7 +682,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             FASTTRACK_CELL_BYTES as CELL, FASTTRACK_DIRECT_BITS as DIRECT, FASTTRACK_R_OFF,
             FASTTRACK_R_SITE_OFF, FASTTRACK_READ_KEY_OFF, FASTTRACK_READ_MASK_OFF,
             FASTTRACK_SHARED_TAG as TAG, FASTTRACK_W_OFF, GUARD_CELL_BYTES, GUARD_OUTSIDE,
-            GUARD_SHARED_TAG,
+            GUARD_PAIR_TAG, GUARD_SHARED_TAG,
         };
         let m = MemFlagsData::trusted();
         self.b.set_cold_block(call);
@@ -736,8 +736,32 @@ impl<'a, 'b> Translator<'a, 'b> {
                     // hold the word for the thread (`word & 0xffff_ffff) >> 1`).
                     self.b.switch_to_block(not_own);
                     let tagged = self.b.ins().band_imm_s(s, GUARD_SHARED_TAG as i64);
-                    let shared = self.b.create_block();
-                    self.b.ins().brif(tagged, shared, &[], miss, &[]);
+                    let (shared, untagged) = (self.b.create_block(), self.b.create_block());
+                    self.b.ins().brif(tagged, shared, &[], untagged, &[]);
+                    // Two readers in the stamp: a half `(s >> 31k) & (2^31 - 1)` equals
+                    // `tid << 24 | clock` of the word (thread below 128, clock below 2^24).
+                    self.b.switch_to_block(untagged);
+                    let pair = self.b.ins().band_imm_s(s, GUARD_PAIR_TAG as i64);
+                    let pair_b = self.b.create_block();
+                    self.b.ins().brif(pair, pair_b, &[], miss, &[]);
+                    self.b.switch_to_block(pair_b);
+                    let low = self.b.ins().band_imm_s(word, u32::MAX as i64);
+                    let t = self.b.ins().ushr_imm_u(low, 1);
+                    let c = self.b.ins().ushr_imm_u(word, 32);
+                    let t_ok = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, t, 128);
+                    let c_ok = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, c, 1 << 24);
+                    let fits = self.b.ins().band(t_ok, c_ok);
+                    let t24 = self.b.ins().ishl_imm_u(t, 24);
+                    let half = self.b.ins().bor(t24, c);
+                    let mask = (1i64 << 31) - 1;
+                    let h0 = self.b.ins().band_imm_s(s, mask);
+                    let s31 = self.b.ins().ushr_imm_u(s, 31);
+                    let h1 = self.b.ins().band_imm_s(s31, mask);
+                    let e0 = self.b.ins().icmp(IntCC::Equal, h0, half);
+                    let e1 = self.b.ins().icmp(IntCC::Equal, h1, half);
+                    let either = self.b.ins().bor(e0, e1);
+                    let hit = self.b.ins().band(either, fits);
+                    self.b.ins().brif(hit, guarded, &[zero.into()], other, &[]);
                     self.b.switch_to_block(shared);
                     let low = self.b.ins().band_imm_s(word, u32::MAX as i64);
                     let t = self.b.ins().ushr_imm_u(low, 1);
@@ -864,7 +888,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             b.switch_to_block(ok);
         };
         // An inside word (below 2^63), and a stamp of the same thread (equal but
-        // for the clock and the write bit) that is a plain one (below 2^63), not 0,
+        // for the clock and the write bit) that is a plain one (below 2^62), not 0,
         // from this transaction (its clock at least the thread's first).
         let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, at.word, 0);
         let not_neg = self.b.create_block();
@@ -874,7 +898,11 @@ impl<'a, 'b> Translator<'a, 'b> {
         let x = self.b.ins().band_imm_s(x, 0xffff_fffe);
         let same_tid = self.b.ins().icmp_imm_s(IntCC::Equal, x, 0);
         next(&mut self.b, same_tid);
-        let plain = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, at.s, 0);
+        let s1 = self.b.ins().iadd_imm_s(at.s, -1);
+        let plain = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedLessThan, s1, (1 << 62) - 1);
         next(&mut self.b, plain);
         let lo = self.b.ins().load(I64, m, at.gp, GUARD_TX_LO_OFF);
         let clock = self.b.ins().ushr_imm_u(at.s, 32);

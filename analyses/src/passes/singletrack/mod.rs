@@ -86,6 +86,16 @@
 //! (it takes the lock). Words replaced by larger ones stay allocated until the pass is
 //! dropped.
 //!
+//! **Two readers.** The read words of two threads (each below thread 128, at a clock
+//! below 2^24) fit in the stamp itself, tagged [`PAIR_TAG`]: `tid << 24 | clock` in
+//! each 31-bit half. A location read by two threads in every epoch (the vector of a
+//! matrix product) then costs its readers no dependent load beyond the stamp. A read
+//! whose word is a half changes nothing; a read by one of the two at a later epoch
+//! replaces its half; a third reader moves all three words to [`ReadWords`]; a write
+//! stamps the location as above. Each pair stamp is a value of its own, so a thread
+//! that loaded an older one finds its word there only if its read of this epoch was
+//! recorded (the argument above).
+//!
 //! **Sole accessor.** A location that, inside one transaction, only one thread
 //! touches (each point of a grid its owner updates after every barrier) would
 //! take the cell's lock at every new epoch of that thread, only to replace the
@@ -231,12 +241,51 @@ impl ReadWords {
 }
 
 /// The tag of a stamp that points at a location's [`ReadWords`] (a stamp's clock
-/// stays below 2^31, see [`ThreadCopy::guard`]; user-space addresses below 2^63).
+/// stays below 2^30, see [`inside_word`]; user-space addresses below 2^62).
 const SHARED_TAG: u64 = crate::pass::GUARD_SHARED_TAG;
+
+/// The tag of a stamp that holds two threads' read words itself ("Two readers" in
+/// the module doc; a plain stamp's clock stays below 2^30).
+const PAIR_TAG: u64 = crate::pass::GUARD_PAIR_TAG;
+
+/// The low 31 bits: one half of a two-reader stamp.
+const HALF: u64 = (1 << 31) - 1;
 
 /// Whether `word` is the read word of a thread inside a transaction.
 fn is_stamp(word: u64) -> bool {
-    word & SHARED_TAG == 0
+    word & (SHARED_TAG | PAIR_TAG) == 0
+}
+
+/// Whether `stamp` holds two threads' read words.
+fn is_pair(stamp: u64) -> bool {
+    stamp & (SHARED_TAG | PAIR_TAG) == PAIR_TAG
+}
+
+/// A read word's half in a two-reader stamp, `tid << 24 | clock`, when it has one
+/// (thread below 128, clock below 2^24; a clock is never 0, so neither is a half).
+fn pair_half(word: u64) -> Option<u64> {
+    let (t, c) = (u64::from(stamp_tid(word)), word >> 32);
+    (t < 128 && c > 0 && c < 1 << 24).then_some(t << 24 | c)
+}
+
+/// The read word a half of a two-reader stamp stands for.
+fn half_word(half: u64) -> u64 {
+    (half & ((1 << 24) - 1)) << 32 | (half >> 24) << 1
+}
+
+/// The two-reader stamp of the read words `a` and `b` (of two threads), if both fit.
+fn pair_of(a: u64, b: u64) -> Option<u64> {
+    Some(PAIR_TAG | pair_half(a)? << 31 | pair_half(b)?)
+}
+
+/// The two read words of a two-reader stamp.
+fn pair_words(stamp: u64) -> [u64; 2] {
+    [half_word(stamp >> 31 & HALF), half_word(stamp & HALF)]
+}
+
+/// Whether the two-reader stamp `stamp` holds the read word `word`.
+fn pair_same(stamp: u64, word: u64) -> bool {
+    pair_half(word).is_some_and(|h| stamp & HALF == h || stamp >> 31 & HALF == h)
 }
 
 /// The thread of a stamp.
@@ -317,7 +366,7 @@ fn stamp_word(tid: Tid, clock: crate::vc::Clock) -> u64 {
 /// A thread's read word inside a transaction, if it has one ([`MIXED`] past the
 /// clocks a stamp can hold).
 fn inside_word(tid: Tid, clock: crate::vc::Clock) -> u64 {
-    if clock < 1 << 31 && tid < 1 << 30 {
+    if clock < 1 << 30 && tid < 1 << 30 {
         stamp_word(tid, clock)
     } else {
         MIXED
@@ -544,30 +593,49 @@ impl SingleTrack {
             // Leaving the shared state: forget the reads (a thread that still reads
             // the words through an old stamp finds its entry or 0, either a valid
             // answer: see the module doc).
-            if !is_stamp(prev)
+            if prev & SHARED_TAG != 0
                 && let Some(r) = self.reads.peek(loc.key()).and_then(ReadSlot::get)
             {
                 r.clear();
             }
             return if inside { word + u64::from(write) } else { 0 };
         }
-        let other = if is_stamp(prev) {
+        let t = stamp_tid(word);
+        let mut others = [0u64; 2];
+        if is_stamp(prev) {
             // A read after a stamped access of another thread shares the stamp; after
             // the thread's own (in any epoch) the read words would hold only its
             // word, which is what the plain stamp says.
-            if prev == 0 || prev >= MIXED || stamp_tid(prev) == stamp_tid(word) {
+            if prev == 0 || stamp_tid(prev) == t {
                 return word;
             }
-            Some(prev & !1)
-        } else {
-            None
-        };
-        let t = stamp_tid(word);
-        let need = other.map_or(t, |o| t.max(stamp_tid(o))) as usize + 1;
+            // Two readers: both words in the stamp, when they fit.
+            if let Some(p) = pair_of(prev & !1, word) {
+                return p;
+            }
+            others[0] = prev & !1;
+        } else if is_pair(prev) {
+            // The thread's own half is replaced; a third thread needs read words.
+            let [a, b] = pair_words(prev);
+            let other = match (stamp_tid(a) == t, stamp_tid(b) == t) {
+                (true, _) => Some(b),
+                (_, true) => Some(a),
+                _ => None,
+            };
+            match other {
+                Some(o) => match pair_of(o, word) {
+                    Some(p) => return p,
+                    None => others[0] = o,
+                },
+                None => others = [a, b],
+            }
+        }
+        let others = others.into_iter().filter(|&o| o != 0);
+        let need = others.clone().map(stamp_tid).fold(t, Tid::max) as usize + 1;
         let slot = self.reads.get(loc.key());
         if slot.get().is_none_or(|r| r.len() < need) {
             let bigger = Box::new(ReadWords::new(need.next_power_of_two().max(4)));
-            if !is_stamp(prev)
+            if prev & SHARED_TAG != 0
                 && let Some(old) = slot.get()
             {
                 for (u, w) in old.words[1..].iter().enumerate() {
@@ -579,7 +647,7 @@ impl SingleTrack {
             }
         }
         let r = slot.get().expect("installed above");
-        if let Some(o) = other {
+        for o in others {
             r.entry(stamp_tid(o))
                 .expect("sized above")
                 .store(o, Relaxed);
@@ -706,6 +774,8 @@ impl SingleTrack {
             s == word + 1
         } else if is_stamp(s) {
             s & !1 == word
+        } else if is_pair(s) {
+            word < MIXED && pair_same(s, word)
         } else {
             word < MIXED && shared_same(s, word)
         };
@@ -943,6 +1013,69 @@ mod tests {
             };
             send(&st, &t, &mut *local, b);
         }
+    }
+
+    /// Two threads' reads of a location share its stamp ("Two readers"): a read of
+    /// either in the same epoch changes nothing, a later epoch's read replaces the
+    /// thread's own half, a third reader moves all three words to read words, and a
+    /// write stamps the location plainly again.
+    #[test]
+    fn two_readers_share_the_stamp_and_a_third_takes_read_words() {
+        let shared = Shared::new(
+            Arc::new(crate::env::NullEnv),
+            crate::shared::ChainOptions::default(),
+        );
+        let st = SingleTrack::new(&shared);
+        let threads: Vec<ThreadState> = (0..3)
+            .map(|t| ThreadState::new(t, crate::vc::VectorClock::new()))
+            .collect();
+        let mut locals: Vec<Box<Local>> = (0..3).map(|_| st.thread_local()).collect();
+        let loc = Loc {
+            obj: ObjId(1 << 20),
+            slot: 1,
+        };
+        let checks = |st: &SingleTrack| st.stats().unwrap()["cf_checks"].as_u64().unwrap();
+        let stamp = |st: &SingleTrack| st.stamps.get(loc.key()).load(Relaxed);
+        let word = |l: &mut Box<Local>| copy_of(l.as_mut()).guard.word.load(Relaxed);
+        let spec = Spec::Deterministic;
+        send(&st, &threads[0], &mut *locals[0], EventKind::Begin { spec });
+        let v = Some(ObjId(7));
+        send(&st, &threads[0], &mut *locals[0], EventKind::Write { loc, value: v });
+        assert!(is_stamp(stamp(&st)));
+        for child in [1, 2] {
+            let fork = EventKind::Fork { child, handed: &[] };
+            send(&st, &threads[0], &mut *locals[0], fork);
+            let (t, l) = (&threads[child as usize], &mut *locals[child as usize]);
+            send(&st, t, l, EventKind::ThreadStart);
+        }
+        // T1 reads after T0's write: both words in the stamp.
+        send(&st, &threads[1], &mut *locals[1], EventKind::Read { loc });
+        let s = stamp(&st);
+        assert!(is_pair(s), "{s:#x}");
+        let w1 = word(&mut locals[1]);
+        assert!(pair_same(s, w1) && pair_words(s).contains(&w1));
+        let before = checks(&st);
+        send(&st, &threads[1], &mut *locals[1], EventKind::Read { loc });
+        assert_eq!((stamp(&st), checks(&st)), (s, before + 1), "same epoch");
+        // T0 reads in a later epoch (it forked since its write): its half moves on.
+        let w0 = word(&mut locals[0]);
+        assert!(!pair_same(s, w0));
+        send(&st, &threads[0], &mut *locals[0], EventKind::Read { loc });
+        let s = stamp(&st);
+        assert!(is_pair(s) && pair_same(s, w0) && pair_same(s, w1), "{s:#x}");
+        // A third reader: every word in the read words.
+        send(&st, &threads[2], &mut *locals[2], EventKind::Read { loc });
+        let s = stamp(&st);
+        assert!(s & SHARED_TAG != 0, "{s:#x}");
+        for (t, l) in locals.iter_mut().enumerate() {
+            assert!(shared_same(s, word(l)), "T{t}");
+        }
+        // A write: a plain stamp, the read words cleared.
+        send(&st, &threads[1], &mut *locals[1], EventKind::Write { loc, value: v });
+        let s = stamp(&st);
+        assert_eq!(s, w1 + 1);
+        let r = st.reads.peek(loc.key()).and_then(ReadSlot::get).unwrap();
+        assert!(r.words[1..].iter().all(|w| w.load(Relaxed) == 0));
     }
 
     /// A location's state is streamed on every access: keep the common case (one
