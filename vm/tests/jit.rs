@@ -498,6 +498,17 @@ fn run_jit_parts(prog: &Arc<Program>, tools: &str, seed: u64) -> InlineRun {
 }
 
 /// [`run_jit_parts`], with the inline same-epoch check on or off.
+/// `prog` in the interpreter under `tools` with the seeded scheduler.
+fn run_interp_seeded(prog: &Arc<Program>, tools: &str, seed: u64) -> RunOutcome {
+    let cfg = RunConfig {
+        tier: Tier::Interp,
+        sched: SchedKind::Seeded(seed),
+        tools: Some(tools.into()),
+        ..RunConfig::default()
+    };
+    run_program(prog.clone(), &cfg).expect("run")
+}
+
 fn run_jit_parts_with(
     prog: &Arc<Program>,
     tools: &str,
@@ -1023,13 +1034,7 @@ class Main {
 ";
     let prog = compile_src("sole.cj", src).expect("compiles");
     let tools = "singletrack:fasttrack";
-    let cfg = RunConfig {
-        tier: Tier::Interp,
-        sched: SchedKind::Seeded(1),
-        tools: Some(tools.into()),
-        ..RunConfig::default()
-    };
-    let a = run_program(prog.clone(), &cfg).expect("run");
+    let a = run_interp_seeded(&prog, tools, 1);
     let conflict = a
         .warnings_text
         .iter()
@@ -1171,13 +1176,7 @@ class Main {
         "escape:capsule:fasttrack",
         "escape:capsule:singletrack:fasttrack",
     ] {
-        let cfg = RunConfig {
-            tier: Tier::Interp,
-            sched: SchedKind::Seeded(1),
-            tools: Some(tools.into()),
-            ..RunConfig::default()
-        };
-        let a = run_program(prog.clone(), &cfg).expect("run");
+        let a = run_interp_seeded(&prog, tools, 1);
         let (on, off) = (
             run_jit_parts_with(&prog, tools, 1, true),
             run_jit_parts_with(&prog, tools, 1, false),

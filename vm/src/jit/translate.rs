@@ -912,12 +912,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             .icmp(IntCC::UnsignedGreaterThanOrEqual, clock, lo);
         next(&mut self.b, ours);
         // The call context of the packed site is the shadow stack's.
-        let depth = self.b.ins().load(I64, m, self.ctx, OFF_DEPTH);
-        let low = self.b.ins().load(I64, m, self.ctx, OFF_FRAMES_LOW);
-        let synced = self.b.ins().load(I64, m, self.ctx, OFF_CTX_DEPTH);
-        let a = self.b.ins().bxor(depth, low);
-        let b = self.b.ins().bxor(depth, synced);
-        let moved = self.b.ins().bor(a, b);
+        let moved = self.ctx_moved();
         let still = self.b.ins().icmp_imm_s(IntCC::Equal, moved, 0);
         next(&mut self.b, still);
         // The entry, owned by the thread: lock it.
@@ -948,6 +943,19 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().store(m, at.word, at.stamp, 0);
         }
         self.b.ins().store(m, own, entry, SOLE_OWNER_OFF);
+    }
+
+    /// Nonzero when the thread's call context may not be its shadow stack's: a call
+    /// from below the current depth since the runtime last handed the stack to the
+    /// chain (`JitThread::ctx_word` is then stale).
+    fn ctx_moved(&mut self) -> Value {
+        let m = MemFlagsData::trusted();
+        let depth = self.b.ins().load(I64, m, self.ctx, OFF_DEPTH);
+        let low = self.b.ins().load(I64, m, self.ctx, OFF_FRAMES_LOW);
+        let synced = self.b.ins().load(I64, m, self.ctx, OFF_CTX_DEPTH);
+        let a = self.b.ins().bxor(depth, low);
+        let b = self.b.ins().bxor(depth, synced);
+        self.b.ins().bor(a, b)
     }
 
     /// Branch to `yes` if `cond`; otherwise to the exclusive rule on the loaded word
@@ -1008,12 +1016,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().brif(fine, yes, &[], call, &[]);
             self.b.switch_to_block(yes);
         }
-        let depth = self.b.ins().load(I64, m, self.ctx, OFF_DEPTH);
-        let low = self.b.ins().load(I64, m, self.ctx, OFF_FRAMES_LOW);
-        let synced = self.b.ins().load(I64, m, self.ctx, OFF_CTX_DEPTH);
-        let a = self.b.ins().bxor(depth, low);
-        let b = self.b.ins().bxor(depth, synced);
-        let moved = self.b.ins().bor(a, b);
+        let moved = self.ctx_moved();
         let ctx_ok = self.b.create_block();
         self.b.ins().brif(moved, call, &[], ctx_ok, &[]);
         self.b.switch_to_block(ctx_ok);

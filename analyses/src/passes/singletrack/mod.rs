@@ -970,17 +970,22 @@ mod tests {
         }
     }
 
+    /// A pass with no environment (locations are bare keys).
+    fn fresh() -> SingleTrack {
+        let shared = Shared::new(
+            Arc::new(crate::env::NullEnv),
+            crate::shared::ChainOptions::default(),
+        );
+        SingleTrack::new(&shared)
+    }
+
     /// A thread that reads a location again in a later epoch of its transaction
     /// (every sweep after a barrier) keeps a plain stamp: read words exist only
     /// where two threads read in a row, and the read is still a same-epoch hit
     /// when repeated.
     #[test]
     fn a_threads_own_location_keeps_a_plain_stamp_across_epochs() {
-        let shared = Shared::new(
-            Arc::new(crate::env::NullEnv),
-            crate::shared::ChainOptions::default(),
-        );
-        let st = SingleTrack::new(&shared);
+        let st = fresh();
         let t = ThreadState::new(0, crate::vc::VectorClock::new());
         let mut local = st.thread_local();
         let loc = Loc {
@@ -1021,11 +1026,7 @@ mod tests {
     /// write stamps the location plainly again.
     #[test]
     fn two_readers_share_the_stamp_and_a_third_takes_read_words() {
-        let shared = Shared::new(
-            Arc::new(crate::env::NullEnv),
-            crate::shared::ChainOptions::default(),
-        );
-        let st = SingleTrack::new(&shared);
+        let st = fresh();
         let threads: Vec<ThreadState> = (0..3)
             .map(|t| ThreadState::new(t, crate::vc::VectorClock::new()))
             .collect();
@@ -1040,7 +1041,12 @@ mod tests {
         let spec = Spec::Deterministic;
         send(&st, &threads[0], &mut *locals[0], EventKind::Begin { spec });
         let v = Some(ObjId(7));
-        send(&st, &threads[0], &mut *locals[0], EventKind::Write { loc, value: v });
+        send(
+            &st,
+            &threads[0],
+            &mut *locals[0],
+            EventKind::Write { loc, value: v },
+        );
         assert!(is_stamp(stamp(&st)));
         for child in [1, 2] {
             let fork = EventKind::Fork { child, handed: &[] };
@@ -1071,7 +1077,12 @@ mod tests {
             assert!(shared_same(s, word(l)), "T{t}");
         }
         // A write: a plain stamp, the read words cleared.
-        send(&st, &threads[1], &mut *locals[1], EventKind::Write { loc, value: v });
+        send(
+            &st,
+            &threads[1],
+            &mut *locals[1],
+            EventKind::Write { loc, value: v },
+        );
         let s = stamp(&st);
         assert_eq!(s, w1 + 1);
         let r = st.reads.peek(loc.key()).and_then(ReadSlot::get).unwrap();
