@@ -47,6 +47,9 @@ impl Atomicity {
     }
 
     fn handle(&self, t: &ThreadState, ev: &Event<'_>) {
+        if TxHb::ignores(&ev.kind) {
+            return;
+        }
         let cycles = self.graph.lock().event(ev, t.ctx);
         for v in &cycles {
             let w = cycle_warning(

@@ -184,6 +184,17 @@ impl TxHb {
         self.threads.get(&t).is_some_and(|th| th.inside)
     }
 
+    /// Whether [`TxHb::event`] leaves the graph as it is for events of this kind:
+    /// calls and allocations (its sweep only follows a change of its maps). A pass
+    /// that shares the graph behind a lock skips them before taking it (a chain with
+    /// `capsule` delivers every capsule method's `Enter` and `Exit`).
+    pub fn ignores(kind: &EventKind<'_>) -> bool {
+        matches!(
+            kind,
+            EventKind::Enter { .. } | EventKind::Exit { .. } | EventKind::Alloc { .. }
+        )
+    }
+
     /// Process one event of thread `ev.tid` whose call context is `ctx`; returns the
     /// cycles it closed (their edges are not inserted).
     pub fn event(&mut self, ev: &Event<'_>, ctx: CtxId) -> Vec<Violation> {

@@ -915,9 +915,10 @@ impl Pass for SingleTrack {
             | EventKind::Write { loc, .. }
             | EventKind::VolatileRead { loc }
             | EventKind::VolatileWrite { loc, .. } => self.var_access(t, copy, ev, loc),
-            // Neither property looks at calls or allocations (a chain with `capsule`
-            // delivers the calls of capsule methods): no lock, nothing to refresh.
-            EventKind::Enter { .. } | EventKind::Exit { .. } | EventKind::Alloc { .. } => {}
+            // Neither property looks at calls or allocations (conflict freedom reads
+            // only accesses, locks, forks, joins, barriers and blocks): no lock,
+            // nothing to refresh.
+            ref k if TxHb::ignores(k) => {}
             _ => {
                 let (conflicts, cycles) = {
                     let mut st = self.state.lock();
