@@ -30,6 +30,20 @@ pub struct NodeId {
     generation: u32,
 }
 
+impl NodeId {
+    /// The handle as one word (for compact storage; [`NodeId::from_bits`] gives it back).
+    pub fn to_bits(self) -> u64 {
+        u64::from(self.idx) | u64::from(self.generation) << 32
+    }
+
+    pub fn from_bits(bits: u64) -> NodeId {
+        NodeId {
+            idx: bits as u32,
+            generation: (bits >> 32) as u32,
+        }
+    }
+}
+
 /// A cycle: `edges[i]` leads from `nodes[i]` to `nodes[(i + 1) % len]`. `edges[0]` is the
 /// edge whose insertion was refused.
 #[derive(Clone, Debug)]

@@ -159,6 +159,7 @@ impl Stored {
     }
 }
 
+#[derive(Debug)]
 struct VarState {
     tx: Arc<CfTx>,
     /// A conflict on this variable was reported in this transaction.
@@ -169,9 +170,91 @@ struct VarState {
 
 /// The state of one variable: per live transaction that touched it, the last write
 /// and each thread's last read since.
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct CfCell {
     vars: Small<VarState>,
+}
+
+/// One access without a trace line, as a compact cell keeps it ([`CfSlim`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slim {
+    pub tid: Tid,
+    pub clock: NonZeroU32,
+    pub site: SiteId,
+    pub ctx: CtxId,
+    pub volatile: bool,
+}
+
+impl Slim {
+    fn of(s: &Stored) -> Option<Slim> {
+        (s.event_op >> 2 == 0).then_some(Slim {
+            tid: s.tid,
+            clock: s.clock,
+            site: s.site,
+            ctx: s.ctx,
+            volatile: s.event_op & 2 != 0,
+        })
+    }
+
+    /// As a [`Stored`] entry of the write slot (`write`) or of the reads.
+    fn stored(self, write: bool) -> Stored {
+        Stored {
+            tid: self.tid,
+            clock: self.clock,
+            site: self.site,
+            ctx: self.ctx,
+            // The index in `VAR_OPS`: volatile in bit 1, write in bit 0.
+            event_op: u64::from(self.volatile) << 1 | u64::from(write),
+        }
+    }
+}
+
+/// What most variables hold ([`CfCell::into_slim`]): the state of at most one
+/// transaction, with at most one read and no trace lines.
+#[derive(Debug, Default)]
+pub struct CfSlim {
+    pub tx: Option<Arc<CfTx>>,
+    /// Meaningful with `tx` only, as are the accesses.
+    pub reported: bool,
+    pub write: Option<Slim>,
+    pub read: Option<Slim>,
+}
+
+impl CfCell {
+    /// The cell as a [`CfSlim`], or the cell back if it holds more.
+    pub fn into_slim(self) -> Result<CfSlim, CfCell> {
+        let v = match self.vars.into_single() {
+            Ok(None) => return Ok(CfSlim::default()),
+            Ok(Some(v)) => v,
+            Err(vars) => return Err(CfCell { vars }),
+        };
+        let write = v.write.as_ref().map(Slim::of);
+        let read = v.reads.iter().next().map(Slim::of);
+        if v.reads.iter().nth(1).is_some() || write == Some(None) || read == Some(None) {
+            return Err(CfCell {
+                vars: Small::of(Some(v)),
+            });
+        }
+        Ok(CfSlim {
+            tx: Some(v.tx),
+            reported: v.reported,
+            write: write.flatten(),
+            read: read.flatten(),
+        })
+    }
+
+    /// The cell [`CfCell::into_slim`] made `s` of.
+    pub fn from_slim(s: CfSlim) -> CfCell {
+        let vars = s.tx.map(|tx| VarState {
+            tx,
+            reported: s.reported,
+            write: s.write.map(|w| w.stored(true)),
+            reads: Small::of(s.read.map(|r| r.stored(false))),
+        });
+        CfCell {
+            vars: Small::of(vars),
+        }
+    }
 }
 
 struct XidState {

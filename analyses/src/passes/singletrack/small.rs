@@ -44,7 +44,11 @@ impl<T> Small<T> {
             // once (`clear`) or through `retain`, which refills `first`.
             return self.first.insert(v);
         }
-        let rest = self.rest.get_or_insert_with(Default::default);
+        // One element at first: a second reader is common, a third rare, and the
+        // spill stays allocated (see `clear`).
+        let rest = self
+            .rest
+            .get_or_insert_with(|| Box::new(Vec::with_capacity(1)));
         rest.push(v);
         rest.last_mut().expect("just pushed")
     }
@@ -65,6 +69,22 @@ impl<T> Small<T> {
         self.first = None;
         if let Some(r) = &mut self.rest {
             r.clear();
+        }
+    }
+
+    /// The only element (`None` if empty), or the list back if it has more than one.
+    pub fn into_single(self) -> Result<Option<T>, Self> {
+        if self.rest.as_ref().is_some_and(|r| !r.is_empty()) {
+            return Err(self);
+        }
+        Ok(self.first)
+    }
+
+    /// The list of `v`'s element, if any.
+    pub fn of(v: Option<T>) -> Self {
+        Small {
+            first: v,
+            rest: None,
         }
     }
 
