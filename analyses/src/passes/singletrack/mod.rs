@@ -54,7 +54,9 @@
 //! pass in program order, after every synchronization event that happens before
 //! them (the producer's guarantee, `crate::chain`): each interleaving is the
 //! sequential processing of some trace consistent with the run. Memory: per location
-//! one cell (entries of finished transactions dropped at the next access) and one
+//! one cell (entries of finished transactions dropped at the next access; 56 bytes
+//! with its lock where it holds one transaction's write and one thread's read,
+//! [`packed`]) and one
 //! stamp (plus a word per thread where reads are shared, and a [`Sole`] entry where
 //! a thread owned it), per live transaction a graph node.
 //!
