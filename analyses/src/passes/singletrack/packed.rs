@@ -75,6 +75,25 @@ fn unpack_access(w: [u32; 4]) -> Option<Slim> {
     })
 }
 
+/// Whether the inline layout holds `s` with these graph entries: thread ids below
+/// [`TID_LIMIT`], the reader's thread the read's, one node for writer and reader.
+fn fits(s: &CfSlim, writer: Option<NodeId>, reader: Option<(Tid, NodeId)>) -> bool {
+    let tids = [
+        s.write.map(|a| a.tid),
+        s.read.map(|a| a.tid),
+        reader.map(|r| r.0),
+    ];
+    tids.iter().flatten().all(|&t| t < TID_LIMIT)
+        && match (s.read, reader) {
+            (Some(a), Some((u, _))) => a.tid == u,
+            _ => true,
+        }
+        && match (writer, reader) {
+            (Some(n), Some((_, m))) => n == m,
+            _ => true,
+        }
+}
+
 impl Packed {
     fn boxed(&self) -> bool {
         self.r[0] & BOXED != 0
@@ -137,37 +156,19 @@ impl Packed {
                 });
             }
         };
-        let s = match cf.into_slim() {
-            Ok(s) => s,
-            Err(cf) => {
-                return self.put_boxed(Cell {
-                    cf,
-                    writer,
-                    readers: Small::of(reader),
-                });
-            }
+        let cf = match cf.into_slim() {
+            Ok(s) if fits(&s, writer, reader) => return self.put_inline(s, writer, reader),
+            Ok(s) => CfCell::from_slim(s),
+            Err(cf) => cf,
         };
-        let tids = [
-            s.write.map(|a| a.tid),
-            s.read.map(|a| a.tid),
-            reader.map(|r| r.0),
-        ];
-        let fits = tids.iter().flatten().all(|&t| t < TID_LIMIT)
-            && match (s.read, reader) {
-                (Some(a), Some((u, _))) => a.tid == u,
-                _ => true,
-            }
-            && match (writer, reader) {
-                (Some(n), Some((_, m))) => n == m,
-                _ => true,
-            };
-        if !fits {
-            return self.put_boxed(Cell {
-                cf: CfCell::from_slim(s),
-                writer,
-                readers: Small::of(reader),
-            });
-        }
+        self.put_boxed(Cell {
+            cf,
+            writer,
+            readers: Small::of(reader),
+        });
+    }
+
+    fn put_inline(&mut self, s: CfSlim, writer: Option<NodeId>, reader: Option<(Tid, NodeId)>) {
         self.w = pack_access(s.write);
         if s.tx.is_some() && s.reported {
             self.w[0] |= REPORTED;
