@@ -405,6 +405,21 @@ impl Chain {
         v
     }
 
+    /// `cx`'s thread's word for the inline test of pass `filter`
+    /// ([`Chain::inline_filters`], [`Pass::inline_filter_word`]), at an address stable
+    /// for the context's lifetime; `None` if its test needs none.
+    pub fn inline_filter_word<'a>(&self, cx: &'a ThreadCx, filter: usize) -> Option<&'a AtomicU64> {
+        self.passes
+            .get(filter)?
+            .inline_filter_word(cx.locals.get(filter)?.as_ref())
+    }
+
+    /// The run-wide gate of the inline test of pass `filter`
+    /// ([`Pass::inline_filter_gate`]), at an address stable for the chain's lifetime.
+    pub fn inline_filter_gate(&self, filter: usize) -> Option<&AtomicU64> {
+        self.passes.get(filter)?.inline_filter_gate()
+    }
+
     /// How many passes may have inline tests in front of the chain.
     pub const MAX_INLINE_FILTERS: usize = 2;
 
@@ -436,6 +451,21 @@ impl Chain {
         self.add_inline_forwards(cx, filter, drops);
         cx.counts[filter].saw_dropped(reads, writes);
         p.inline_dropped(&cx.state, cx.locals[filter].as_mut(), drops);
+        // Capsule accesses a pass other than `capsule` dropped were `Flow::Local`.
+        let own: Vec<_> = drops.iter().filter(|d| d.capsule).copied().collect();
+        if own.is_empty() || p.checks_local() {
+            return;
+        }
+        for (q, local) in self
+            .passes
+            .iter()
+            .zip(cx.locals.iter_mut())
+            .skip(filter + 1)
+        {
+            if q.checks_local() {
+                q.inline_local_checked(&cx.state, local.as_mut(), &own);
+            }
+        }
     }
 
     /// Account for accesses of `cx`'s thread that the chain's first `upto` passes

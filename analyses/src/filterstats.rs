@@ -274,17 +274,22 @@ impl SiteTable {
     }
 
     /// Accesses a producer dropped inline for a filter ([`crate::pass::InlineDrops`]),
-    /// recorded as that filter's `access` records each of them: [`AccessClass::Local`]
-    /// (the owner and the read/write split only count for shared accesses). `kind` is
-    /// asked only for a new site.
+    /// recorded as that filter's `access` records each of them: [`AccessClass::Local`],
+    /// or [`AccessClass::Capsule`] for capsule accesses (`InlineDrops::capsule`) when
+    /// `capsule_accesses` (the filter is `capsule`; the owner and the read/write
+    /// split only count for shared accesses). `kind` is asked only for a new site.
     pub fn record_inline_drops(
         &mut self,
         drops: &[crate::pass::InlineDrops],
         kind: impl Fn(Loc) -> LocKind,
+        capsule_accesses: bool,
     ) {
         for d in drops {
-            self.get_or_insert_with(d.site, || SiteRecord::new(kind(d.rep), d.rep))
-                .local += d.reads + d.writes;
+            let r = self.get_or_insert_with(d.site, || SiteRecord::new(kind(d.rep), d.rep));
+            match d.capsule && capsule_accesses {
+                true => r.capsule += d.reads + d.writes,
+                false => r.local += d.reads + d.writes,
+            }
         }
     }
 

@@ -62,8 +62,39 @@ pub enum InlineFilter {
     /// of a non-null reference into a target whose [`crate::env::HeapView::is_shared`]
     /// is true (`capsule`, Rhodes Fig. 5.6: a capsule-protected access with no
     /// executor).
+    ///
+    /// Inside such a call, while the pass's gate ([`Pass::inline_filter_gate`]) is
+    /// 0, the thread's word ([`Pass::inline_filter_word`]) decides instead: the same
+    /// access is dropped when it has [`CAPSULE_WORD_DROP`] (the executor's call has
+    /// made its synchronization check, or there is no executor), and an access the
+    /// header test lets through (the object is capsule-shared) counts as forwarded
+    /// only when it has [`CAPSULE_WORD_FORWARD`] (no executor: the owner is the
+    /// thread). Otherwise the producer delivers the access.
+    ///
+    /// Behind the same gate, when this pass is the chain's first or follows
+    /// [`InlineFilter::NotShared`], the word's [`CAPSULE_WORD_OWN`] also decides a
+    /// plain access, other than a reference write, at a site the compiler proved to
+    /// be `this.f` inside `f`'s own capsule class
+    /// ([`crate::env::Env::capsule_access_proven`]): with the bit it is a capsule
+    /// access with nothing left to check. This pass drops it, reported with
+    /// [`InlineDrops::capsule`] set; behind `escape`, an unescaped object's access is
+    /// instead `escape`'s drop as [`Flow::Local`], reported as `escape`'s drop with
+    /// the flag set ([`Pass::inline_local_checked`]).
     CapsuleProtected,
 }
+
+/// Bit of a thread's filter word for [`InlineFilter::CapsuleProtected`]: a
+/// capsule-protected access may be dropped inline (no executor, or the executor's
+/// call has been checked).
+pub const CAPSULE_WORD_DROP: u64 = 1;
+/// Bit of a thread's filter word for [`InlineFilter::CapsuleProtected`]: the thread
+/// has no executor, so an access to a capsule-shared object is forwarded with the
+/// thread as its owner.
+pub const CAPSULE_WORD_FORWARD: u64 = 2;
+/// Bit of a thread's filter word for [`InlineFilter::CapsuleProtected`]: the running
+/// method's call is a call on a live capsule that has made its synchronization check,
+/// so a proven `this.f` in it is a capsule access with nothing left to check.
+pub const CAPSULE_WORD_OWN: u64 = 4;
 
 /// What a pass in front of BigFoot's detector does with its `Check` events
 /// (`EventKind::Check`), so that a producer may decide them inline behind the pass
@@ -90,6 +121,9 @@ pub struct InlineDrops {
     pub rep: Loc,
     pub reads: u64,
     pub writes: u64,
+    /// The site is a proven `this.f` of a capsule class: the drops are capsule
+    /// accesses (see [`InlineFilter::CapsuleProtected`]).
+    pub capsule: bool,
 }
 
 /// The same-epoch test of a race detector, which a producer may perform inline, in
@@ -513,6 +547,21 @@ pub trait Pass: Send + Sync {
         None
     }
 
+    /// The thread's word for this pass's [`InlineFilter`], when its test depends on
+    /// the thread's state ([`InlineFilter::CapsuleProtected`]), inside its state
+    /// `local` (so its address is stable while the thread runs). Only this thread's
+    /// events change it, and the pass keeps it exact after each of them.
+    fn inline_filter_word<'a>(&self, _local: &'a Local) -> Option<&'a AtomicU64> {
+        None
+    }
+
+    /// A run-wide word that must be 0 for [`Pass::inline_filter_word`] to be used:
+    /// the pass makes it nonzero when the words may no longer be exact (any thread's
+    /// `capsule` demotion changes every thread's executors).
+    fn inline_filter_gate(&self) -> Option<&AtomicU64> {
+        None
+    }
+
     /// True if this pass, when first in its chain with an [`InlineFilter`], forwards
     /// every access its inline test lets through, other than a `Write` of a
     /// reference, with no effect but what [`Pass::inline_forwarded`] reproduces; the
@@ -542,4 +591,10 @@ pub trait Pass: Send + Sync {
     /// [`Pass::checks_local`]): check it; it stays dropped, and it is not part of
     /// this pass's filtered stream (its counters and access statistics).
     fn local_access(&self, _t: &ThreadState, _local: &mut Local, _ev: &Event<'_>) {}
+
+    /// Accesses to capsules' own fields ([`InlineDrops::capsule`]) that an earlier
+    /// pass's inline test dropped as [`Flow::Local`] (only if
+    /// [`Pass::checks_local`]): account for them as [`Pass::local_access`] would. The
+    /// producer makes the test only when the checks would find nothing.
+    fn inline_local_checked(&self, _t: &ThreadState, _local: &mut Local, _drops: &[InlineDrops]) {}
 }

@@ -222,6 +222,16 @@ impl Hook {
         })
     }
 
+    /// The address of the thread's word for the first inline filter that keeps one
+    /// (`analyses::Chain::inline_filter_word`: `capsule`'s), if any.
+    pub fn inline_filter_word_ptr(&self) -> Option<*const u64> {
+        let on = self.0.as_ref()?;
+        let chain = &on.bridge.chain;
+        (0..chain.inline_filters().len())
+            .find_map(|i| chain.inline_filter_word(&on.cx, i))
+            .map(|w| w.as_ptr() as *const u64)
+    }
+
     /// The thread's table of fine arrays for the inline exclusive rules on BigFoot's
     /// element checks (`analyses::Chain::inline_fine_arrays`), if the chain has one.
     pub fn inline_fine_arrays_ptr(&self) -> Option<*const u64> {

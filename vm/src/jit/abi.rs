@@ -70,6 +70,11 @@ pub struct JitThread {
     /// generated code when the inline filter depends on it
     /// (`HeaderFilter::capsule_calls`).
     pub capsule_calls: u64,
+    /// The thread's word for `capsule`'s inline test (`analyses::Chain::inline_filter_word`,
+    /// bits `analyses::pass::CAPSULE_WORD_DROP` and `CAPSULE_WORD_FORWARD`), read by
+    /// `HeaderFilter::capsule_calls` tests; without one, [`NO_CAPSULE_WORD`] (never
+    /// null: every such access is delivered).
+    pub capsule_word: *const u64,
     /// The chain's call context of the stack's outermost `ctx_depth` frames, shifted
     /// left by 32 (a packed site's high half), as of the last
     /// [`JitThread::sync_stack`]; it is the context of the current stack while
@@ -114,6 +119,11 @@ pub const OFF_FINE: i32 = offset_of!(JitThread, fine) as i32;
 static NO_FINE_ARRAYS: [AtomicU64; analyses::pass::BIGFOOT_TABLE_WORDS] =
     [const { AtomicU64::new(0) }; analyses::pass::BIGFOOT_TABLE_WORDS];
 pub const OFF_CAPSULE_CALLS: i32 = offset_of!(JitThread, capsule_calls) as i32;
+pub const OFF_CAPSULE_WORD: i32 = offset_of!(JitThread, capsule_word) as i32;
+
+/// The filter word of a thread whose chain has none (`JitThread::capsule_word`): no
+/// bit set, so generated code delivers the accesses its test would decide.
+static NO_CAPSULE_WORD: AtomicU64 = AtomicU64::new(0);
 pub const OFF_CTX_WORD: i32 = offset_of!(JitThread, ctx_word) as i32;
 pub const OFF_CTX_DEPTH: i32 = offset_of!(JitThread, ctx_depth) as i32;
 pub const OFF_PAST_FILTERS: i32 = offset_of!(JitThread, past_filters) as i32;
@@ -181,6 +191,9 @@ impl JitThread {
                 .inline_fine_arrays_ptr()
                 .unwrap_or(NO_FINE_ARRAYS.as_ptr() as *const u64),
             capsule_calls: 0,
+            capsule_word: hook
+                .inline_filter_word_ptr()
+                .unwrap_or(NO_CAPSULE_WORD.as_ptr() as *const u64),
             ctx_word: 0,
             ctx_depth: u64::MAX,
             past_filters: 0,
@@ -244,6 +257,7 @@ impl JitThread {
                 },
                 reads: 0,
                 writes: 0,
+                capsule: s.capsule_own,
             });
             if s.is_write {
                 d.writes += n;

@@ -139,10 +139,16 @@ pub struct HeaderFilter {
     /// a later pass checks them even on thread-local objects
     /// ([`analyses::Chain::checks_local`]), or the filter is `capsule`'s.
     pub capsule_fields: bool,
-    /// Skip only while the thread runs no call of an instance method of a capsule
-    /// class (`abi::JitThread::capsule_calls` is zero): inside one, `capsule`'s
-    /// executor decides.
+    /// The test holds as it is only while the thread runs no call of an instance
+    /// method of a capsule class (`abi::JitThread::capsule_calls` is zero); inside
+    /// one, `capsule`'s executor decides, as the thread's filter word says
+    /// (`abi::JitThread::capsule_word`) while the gate is shut.
     pub capsule_calls: bool,
+    /// With `capsule_calls`: the address of the pass's gate
+    /// (`analyses::Chain::inline_filter_gate`); while the word there is 0, the
+    /// thread's filter word (`abi::JitThread::capsule_word`) decides accesses inside
+    /// capsule calls. `None`: they are delivered.
+    pub gate: Option<u64>,
 }
 
 impl HeaderFilter {
@@ -154,6 +160,7 @@ impl HeaderFilter {
         ref_write_mask: layout::SHARED_BIT | layout::CAPSULE_BIT,
         capsule_fields: false,
         capsule_calls: false,
+        gate: None,
     };
 
     /// The `capsule` pass (Rhodes ch. 5): outside every capsule call, an access to an
@@ -165,6 +172,7 @@ impl HeaderFilter {
         ref_write_mask: layout::CAPSULE_BIT | layout::SHARED_BIT,
         capsule_fields: true,
         capsule_calls: true,
+        gate: None,
     };
 
     /// The header test implementing a pass's [`InlineFilter`] request.
@@ -194,8 +202,10 @@ impl JitOptions {
                 let checks_local = b.chain.checks_local();
                 let filters = b.chain.inline_filters().into_iter().map(HeaderFilter::of);
                 filters
-                    .map(|f| HeaderFilter {
+                    .enumerate()
+                    .map(|(i, f)| HeaderFilter {
                         capsule_fields: f.capsule_fields || checks_local,
+                        gate: b.chain.inline_filter_gate(i).map(|g| g.as_ptr() as u64),
                         ..f
                     })
                     .collect()
@@ -281,6 +291,9 @@ pub struct InlineSite {
     /// The field's slot (0 for an element: the name of an array location does not
     /// depend on the index).
     pub slot: u32,
+    /// A proven `this.f` of a capsule class (`Filtering::CapsuleOwn`): its drops
+    /// are capsule accesses (`InlineDrops::capsule`).
+    pub capsule_own: bool,
 }
 
 /// A program's compiled code, shared by all guest threads of the run.

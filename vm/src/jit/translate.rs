@@ -22,15 +22,18 @@ use lang::ir::{
     Type as IrType, UnOp,
 };
 
+use analyses::pass::{CAPSULE_WORD_DROP, CAPSULE_WORD_FORWARD, CAPSULE_WORD_OWN};
+
 use crate::image::{Image, const_bits};
 use crate::interp::block_site;
 use crate::layout;
 
 use super::abi::{
     INLINE_COVERED, INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_PAST,
-    INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS, OFF_CTX_DEPTH, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH,
-    OFF_FAILED, OFF_FINE, OFF_FRAMES, OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_MAX_DEPTH,
-    OFF_MAX_STEPS, OFF_PAST_FILTERS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
+    INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS, OFF_CAPSULE_WORD, OFF_CTX_DEPTH, OFF_CTX_WORD,
+    OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE, OFF_FRAMES, OFF_FRAMES_LOW, OFF_GUARD,
+    OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_PAST_FILTERS, OFF_STEPS, OFF_TID,
+    inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -46,6 +49,10 @@ enum Filtering {
     Never,
     /// None, and it passes them (statics: shared by every thread).
     Static,
+    /// A proven `this.f` of a capsule class, with `capsule`'s test the chain's first
+    /// filter or right behind `escape`'s: dropped while the thread's word has
+    /// `CAPSULE_WORD_OWN` (`analyses::pass::InlineFilter::CapsuleProtected`).
+    CapsuleOwn,
 }
 
 /// Where [`Translator::exclusive_rule`] works: the location's FastTrack cell, the
@@ -517,18 +524,29 @@ impl<'a, 'b> Translator<'a, 'b> {
             Some(None) => true,
             Some(Some(t)) => t.is_ref(),
         };
+        if filtering == Filtering::CapsuleOwn {
+            match self.capsule_filter() {
+                Some(filter) if !ref_write => {
+                    self.capsule_own(rt, (obj, args), filter, write.is_some(), site, slot)
+                }
+                _ => {
+                    self.call_rt(rt, args);
+                }
+            }
+            return;
+        }
         let n_filters = self.opts().inline_filters.len();
         let static_past = filtering == Filtering::Static && !ref_write && n_filters > 0;
         // The header tests in chain order (a reference write only the first's): its
         // mask, and whether it holds only outside capsule calls.
-        let tests: Vec<(u64, bool)> = if filtering == Filtering::Header {
+        let tests: Vec<(u64, bool, Option<u64>)> = if filtering == Filtering::Header {
             let filters = &self.opts().inline_filters;
             let n = if ref_write { 1 } else { filters.len() };
             filters[..n.min(filters.len())]
                 .iter()
                 .map(|f| {
                     let mask = if ref_write { f.ref_write_mask } else { f.mask };
-                    (mask, f.capsule_calls)
+                    (mask, f.capsule_calls, f.gate)
                 })
                 .collect()
         } else {
@@ -559,6 +577,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             check: false,
             elements: false,
             slot,
+            capsule_own: false,
         });
         let call = self.b.create_block();
         let cont = self.b.create_block();
@@ -573,17 +592,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.switch_to_block(outside);
         }
         let mut header = None;
-        for (i, &(mask, capsule_calls)) in tests.iter().enumerate() {
-            if capsule_calls {
-                // Inside a capsule call the pass's executor decides: call.
-                let n =
-                    self.b
-                        .ins()
-                        .load(I64, MemFlagsData::trusted(), self.ctx, OFF_CAPSULE_CALLS);
-                let outside = self.b.create_block();
-                self.b.ins().brif(n, call, &[], outside, &[]);
-                self.b.switch_to_block(outside);
-            }
+        for (i, &(mask, capsule_calls, gate)) in tests.iter().enumerate() {
             let h = *header.get_or_insert_with(|| {
                 self.b
                     .ins()
@@ -597,7 +606,49 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.b.create_block()
             };
             let skip = self.b.create_block();
-            self.b.ins().brif(bits, pass, &[], skip, &[]);
+            if capsule_calls {
+                // Inside a capsule call, the pass's word says what its executor lets
+                // through inline (a drop, a forward), while its gate is shut.
+                let m = MemFlagsData::trusted();
+                let n = self.b.ins().load(I64, m, self.ctx, OFF_CAPSULE_CALLS);
+                let inside = self.b.create_block();
+                let outside = self.b.create_block();
+                self.b.ins().brif(n, inside, &[], outside, &[]);
+                self.b.switch_to_block(outside);
+                self.b.ins().brif(bits, pass, &[], skip, &[]);
+                self.b.switch_to_block(inside);
+                let gated = self.b.create_block();
+                match gate {
+                    Some(addr) => {
+                        let a = self.iconst(addr as i64);
+                        let g = self.b.ins().load(I64, m, a, 0);
+                        self.b.ins().brif(g, call, &[], gated, &[]);
+                    }
+                    None => {
+                        self.b.ins().jump(call, &[]);
+                    }
+                }
+                self.b.switch_to_block(gated);
+                let p = self.b.ins().load(I64, m, self.ctx, OFF_CAPSULE_WORD);
+                let word = self.b.ins().load(I64, m, p, 0);
+                let dropping = self.b.create_block();
+                let forwarding = if pass == call {
+                    call
+                } else {
+                    self.b.create_block()
+                };
+                self.b.ins().brif(bits, forwarding, &[], dropping, &[]);
+                self.b.switch_to_block(dropping);
+                let d = self.b.ins().band_imm_s(word, CAPSULE_WORD_DROP as i64);
+                self.b.ins().brif(d, skip, &[], call, &[]);
+                if forwarding != call {
+                    self.b.switch_to_block(forwarding);
+                    let f = self.b.ins().band_imm_s(word, CAPSULE_WORD_FORWARD as i64);
+                    self.b.ins().brif(f, pass, &[], call, &[]);
+                }
+            } else {
+                self.b.ins().brif(bits, pass, &[], skip, &[]);
+            }
             self.b.switch_to_block(skip);
             self.count_inline(entry, inline_count(i), obj);
             self.b.ins().jump(cont, &[]);
@@ -638,6 +689,78 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.call_rt(rt, args);
             self.b.ins().jump(cont, &[]);
         }
+        self.b.switch_to_block(cont);
+    }
+
+    /// Where `capsule`'s test is among the inline filters, and its gate: first, or
+    /// second behind `escape`'s (which then drops a proven `this.f` of an unescaped
+    /// capsule as thread-local, and forwards any other).
+    fn capsule_filter(&self) -> Option<(usize, u64)> {
+        let filters = &self.opts().inline_filters;
+        let at = filters.iter().position(|f| f.capsule_calls)?;
+        let behind_escape = at == 1 && filters[0].mask == layout::SHARED_BIT;
+        if at == 0 || behind_escape {
+            Some((at, filters[at].gate?))
+        } else {
+            None
+        }
+    }
+
+    /// A proven `this.f` ([`Filtering::CapsuleOwn`]), while the gate at `gate` is 0
+    /// and the thread's word has `CAPSULE_WORD_OWN`: dropped, counted as `capsule`'s
+    /// drop (filter `at`), or behind `escape` as `escape`'s if the object has not
+    /// escaped; delivered otherwise.
+    fn capsule_own(
+        &mut self,
+        rt: Rt,
+        (obj, args): (Value, &[Value]),
+        (at, gate): (usize, u64),
+        is_write: bool,
+        site: SiteId,
+        slot: u32,
+    ) {
+        let entry = self.tables.inline_sites.len();
+        self.tables.inline_sites.push(InlineSite {
+            site,
+            is_write,
+            check: false,
+            elements: false,
+            slot,
+            capsule_own: true,
+        });
+        let m = MemFlagsData::trusted();
+        let call = self.b.create_block();
+        let open = self.b.create_block();
+        let drop = self.b.create_block();
+        let cont = self.b.create_block();
+        let a = self.iconst(gate as i64);
+        let g = self.b.ins().load(I64, m, a, 0);
+        self.b.ins().brif(g, call, &[], open, &[]);
+        self.b.switch_to_block(open);
+        let p = self.b.ins().load(I64, m, self.ctx, OFF_CAPSULE_WORD);
+        let word = self.b.ins().load(I64, m, p, 0);
+        let own = self.b.ins().band_imm_s(word, CAPSULE_WORD_OWN as i64);
+        self.b.ins().brif(own, drop, &[], call, &[]);
+        self.b.switch_to_block(drop);
+        if at == 1 {
+            let h = self
+                .b
+                .ins()
+                .load(I64, heap_mem(), obj, (layout::HEADER * layout::WORD) as i32);
+            let escaped = self.b.ins().band_imm_s(h, layout::SHARED_BIT as i64);
+            let local = self.b.create_block();
+            let shared = self.b.create_block();
+            self.b.ins().brif(escaped, shared, &[], local, &[]);
+            self.b.switch_to_block(shared);
+            self.count_inline(entry, inline_count(1), obj);
+            self.b.ins().jump(cont, &[]);
+            self.b.switch_to_block(local);
+        }
+        self.count_inline(entry, inline_count(0), obj);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(call);
+        self.call_rt(rt, args);
+        self.b.ins().jump(cont, &[]);
         self.b.switch_to_block(cont);
     }
 
@@ -1454,7 +1577,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let fd = self.env.prog.field(field);
         let ty = self.local_type(dst);
         let word = (layout::FIELD0 + field.index as usize) as i64;
-        let filtering = self.field_filtering(field);
+        let filtering = self.field_filtering(field, site);
         self.read(
             dst,
             o,
@@ -1562,7 +1685,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let fd = self.env.prog.field(field);
         let v = self.use_(src);
         let word = (layout::FIELD0 + field.index as usize) as i64;
-        let filtering = self.field_filtering(field);
+        let filtering = self.field_filtering(field, site);
         self.write(
             o,
             word,
@@ -1579,11 +1702,17 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// class's field when the chain checks those on thread-local objects too
     /// (`HeaderFilter::capsule_fields`; CapJava has no inheritance, so the field's
     /// class is the object's).
-    fn field_filtering(&self, field: FieldRef) -> Filtering {
-        let capsule_fields = self.opts().inline_filters.iter().any(|f| f.capsule_fields);
-        match capsule_fields && self.opts().is_capsule(field.class.0) {
-            true => Filtering::Never,
-            false => Filtering::Header,
+    /// A proven `this.f` behind `capsule` as the first filter has a test of its own
+    /// ([`Filtering::CapsuleOwn`]).
+    fn field_filtering(&self, field: FieldRef, site: SiteId) -> Filtering {
+        let filters = &self.opts().inline_filters;
+        let capsule_fields = filters.iter().any(|f| f.capsule_fields);
+        if !(capsule_fields && self.opts().is_capsule(field.class.0)) {
+            return Filtering::Header;
+        }
+        match self.capsule_filter().is_some() && self.env.prog.proven_capsule_access(site) {
+            true => Filtering::CapsuleOwn,
+            false => Filtering::Never,
         }
     }
 
@@ -1859,6 +1988,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             check: true,
             elements,
             slot,
+            capsule_own: false,
         });
         (entry, self.b.create_block(), self.b.create_block())
     }

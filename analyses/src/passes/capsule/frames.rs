@@ -52,10 +52,29 @@ impl Frames {
             .find(|&i| live(&self.frames[i]))
     }
 
+    /// Whether a capsule call outside frame `i` holds capsule `k` (its check made the
+    /// thread the occupant; no release since): then the thread is inside `k`, and a
+    /// check of the call at `i` needs no look at the capsule's epoch.
+    pub fn held_outside(&self, i: usize, k: ObjId) -> bool {
+        self.caps
+            .iter()
+            .take_while(|&&j| j < i)
+            .any(|&j| self.frames[j].holds && self.frames[j].capsule == Some(k))
+    }
+
     /// The capsule calls, outermost first.
     pub fn capsule_calls_mut(&mut self) -> impl Iterator<Item = &mut Frame> {
         let frames = &mut self.frames;
         frames.iter_mut().filter(|f| f.capsule.is_some())
+    }
+
+    /// How many frames there are (the innermost is at `len() - 1`).
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
     }
 
     pub fn get_mut(&mut self, i: usize) -> &mut Frame {

@@ -57,7 +57,23 @@
 //! Shared: the G bit in the object header (atomic, marked before the store becomes
 //! visible, as for `escape`), the class table (atomics; demotion is one store),
 //! and per-capsule epochs in sharded mutex-protected maps ([`epochs`]), touched once
-//! per capsule call that accesses state and once at its exit.
+//! per capsule call that accesses state and once at its exit. A nested call on a
+//! capsule that an outer call of the same thread holds does not touch them: the
+//! thread is inside, which is all the check would find.
+//!
+//! # Inline decisions inside capsule calls
+//! Generated code drops a capsule-protected access outside capsule calls by a
+//! header test ([`InlineFilter::CapsuleProtected`]). Inside one, each thread's word
+//! ([`Pass::inline_filter_word`]) says what the executor lets through, refreshed at
+//! every `Enter`, `Exit`, release and successful check of this thread:
+//! [`CAPSULE_WORD_DROP`] (no executor, or its call has been checked: a
+//! capsule-protected access has nothing left to check), [`CAPSULE_WORD_FORWARD`] (no
+//! executor: a capsule-shared access is forwarded with the thread as owner) and
+//! [`CAPSULE_WORD_OWN`] (the innermost call is the checked executor: a proven
+//! `this.f` is a capsule access). A demotion changes the executors of every thread,
+//! so the pass's gate ([`Pass::inline_filter_gate`], the count of demotions) opens
+//! the first time: from then on generated code delivers every access made inside a
+//! capsule call, and only this thread's own events ever write its word.
 //!
 //! # Chaining with `escape`
 //! Each filter must account for every reference write into a member of its own set.
@@ -89,7 +105,10 @@ use parking_lot::Mutex;
 use crate::env::HeapView;
 use crate::event::{Event, EventKind, Loc, MethodId, ObjId, Op, SiteId};
 use crate::filterstats::{AccessClass, Owner, SiteTable};
-use crate::pass::{Flow, InlineCheckFlow, InlineChecks, InlineDrops, InlineFilter, Local, Pass};
+use crate::pass::{
+    CAPSULE_WORD_DROP, CAPSULE_WORD_FORWARD, CAPSULE_WORD_OWN, Flow, InlineCheckFlow, InlineChecks,
+    InlineDrops, InlineFilter, Local, Pass,
+};
 use crate::passes::escape::leak::{self, Bit};
 use crate::passes::escape::loc_kind;
 use crate::report::{AccessInfo, Warning, WarningKind};
@@ -141,13 +160,15 @@ pub struct Violation {
     pub property: Property,
 }
 
-#[derive(Default)]
 struct CapsuleLocal {
     frames: Frames,
     work: Vec<ObjId>,
     sites: SiteTable,
     /// Accesses received through [`Pass::local_access`].
     local_checked: u64,
+    /// The thread's word for the inline test ([`Pass::inline_filter_word`]): what
+    /// [`Capsule::ready_bits`] says of `frames` (boxed: its address stays put).
+    word: Box<AtomicU64>,
 }
 
 pub struct Capsule {
@@ -158,6 +179,10 @@ pub struct Capsule {
     sites: Mutex<SiteTable>,
     /// [`CapsuleLocal::local_checked`] of the threads that have ended.
     local_checked: AtomicU64,
+    /// Demotions so far ([`Pass::inline_filter_gate`]): once there is one, the
+    /// threads' words no longer say what a call's executor is, and generated code
+    /// delivers every access made inside a capsule call.
+    demotions: AtomicU64,
 }
 
 fn local_of(local: &mut Local) -> Option<&mut CapsuleLocal> {
@@ -184,6 +209,7 @@ impl Capsule {
             violations: Mutex::new(Vec::new()),
             sites: Mutex::new(SiteTable::new()),
             local_checked: AtomicU64::new(0),
+            demotions: AtomicU64::new(0),
         }
     }
 
@@ -228,6 +254,32 @@ impl Capsule {
             .executor(|f| self.status(f.class) == Status::Capsule)
     }
 
+    /// The inline test's bits for the thread's frames ([`InlineFilter::CapsuleProtected`]):
+    /// without an executor a capsule-protected access is dropped and a capsule-shared
+    /// one forwarded with the thread as owner, nothing else; with one whose call has
+    /// been checked a capsule-protected access is dropped, nothing else.
+    ///
+    /// A proven `this.f` runs in the innermost frame (a call on `this`); when that
+    /// call is the executor and has been checked, the access is a capsule access with
+    /// nothing left to check: [`CAPSULE_WORD_OWN`].
+    fn ready_bits(&self, l: &CapsuleLocal) -> u64 {
+        match self.executor(l) {
+            None => CAPSULE_WORD_DROP | CAPSULE_WORD_FORWARD,
+            Some(i) if l.frames.get(i).checked => {
+                let own = i + 1 == l.frames.len();
+                CAPSULE_WORD_DROP | if own { CAPSULE_WORD_OWN } else { 0 }
+            }
+            Some(_) => 0,
+        }
+    }
+
+    /// Store [`Capsule::ready_bits`] into the thread's word (only this thread reads
+    /// it, from its generated code; a demotion by another thread closes the gate
+    /// instead).
+    fn refresh(&self, l: &CapsuleLocal) {
+        l.word.store(self.ready_bits(l), Ordering::Relaxed);
+    }
+
     fn owner(&self, t: &ThreadState, l: &CapsuleLocal) -> Owner {
         match self.executor(l) {
             Some(i) => Owner::Capsule(l.frames.get(i).capsule.map_or(0, |k| k.0)),
@@ -243,21 +295,26 @@ impl Capsule {
         i: usize,
         ev: &Event<'_>,
     ) -> Result<(), SyncError> {
-        let f = l.frames.get_mut(i);
+        let f = *l.frames.get(i);
         if f.checked {
             return Ok(());
         }
         let Some(k) = f.capsule else {
             return Ok(());
         };
-        f.checked = true;
-        let at = Mark {
-            tid: t.tid,
-            site: ev.site,
-            ctx: t.ctx,
-            event: ev.index,
-        };
-        f.holds = self.epochs.enter(k, t, at)?;
+        l.frames.get_mut(i).checked = true;
+        // A nested call of a capsule an outer call holds: `enter` would find this
+        // thread inside and answer `Ok(false)`.
+        if !l.frames.held_outside(i, k) {
+            let at = Mark {
+                tid: t.tid,
+                site: ev.site,
+                ctx: t.ctx,
+                event: ev.index,
+            };
+            l.frames.get_mut(i).holds = self.epochs.enter(k, t, at)?;
+        }
+        self.refresh(l);
         Ok(())
     }
 
@@ -272,6 +329,8 @@ impl Capsule {
         if !self.classes.demote(class) {
             return;
         }
+        // Executors change in every thread: close the inline test's gate.
+        self.demotions.fetch_add(1, Ordering::Relaxed);
         let env = self.shared.env.as_ref();
         let class_name = env.class_name(class);
         let mut w = Warning::new(WarningKind::CapsuleViolation, "capsule");
@@ -450,7 +509,23 @@ impl Pass for Capsule {
     }
 
     fn thread_local(&self) -> Box<Local> {
-        Box::new(CapsuleLocal::default())
+        let l = CapsuleLocal {
+            frames: Frames::default(),
+            work: Vec::new(),
+            sites: SiteTable::new(),
+            local_checked: 0,
+            word: Box::new(AtomicU64::new(0)),
+        };
+        self.refresh(&l);
+        Box::new(l)
+    }
+
+    fn inline_filter_word<'a>(&self, local: &'a Local) -> Option<&'a AtomicU64> {
+        Some(&local.downcast_ref::<CapsuleLocal>()?.word)
+    }
+
+    fn inline_filter_gate(&self) -> Option<&AtomicU64> {
+        Some(&self.demotions)
     }
 
     /// Only the calls of capsule classes' methods make frames; the running method
@@ -566,13 +641,16 @@ impl Pass for Capsule {
                     checked: false,
                     holds: false,
                 });
+                self.refresh(l);
                 // [CE-ENTER]: the arguments become accessible to the capsule.
                 if capsule.is_some() {
                     self.leak(heap, args, &mut l.work);
                 }
             }
             EventKind::Exit { ret, .. } => {
-                if let Some(f) = l.frames.pop()
+                let f = l.frames.pop();
+                self.refresh(l);
+                if let Some(f) = f
                     && let Some(k) = f.capsule
                 {
                     if f.holds {
@@ -609,6 +687,7 @@ impl Pass for Capsule {
                     f.holds = false;
                     f.checked = false;
                 }
+                self.refresh(l);
             }
             EventKind::VolatileRead { loc } | EventKind::VolatileWrite { loc, .. } => {
                 if let Some(c) = heap.class_of(loc.obj)
@@ -662,7 +741,15 @@ impl Pass for Capsule {
             return;
         };
         l.sites
-            .record_inline_drops(drops, |loc| loc_kind(heap, loc));
+            .record_inline_drops(drops, |loc| loc_kind(heap, loc), true);
+    }
+
+    /// Capsule accesses `escape` dropped inline as thread-local: [`Pass::local_access`]
+    /// counts them and its checks find nothing (the producer tested that).
+    fn inline_local_checked(&self, _t: &ThreadState, local: &mut Local, drops: &[InlineDrops]) {
+        if let Some(l) = local_of(local) {
+            l.local_checked += drops.iter().map(|d| d.reads + d.writes).sum::<u64>();
+        }
     }
 
     /// An access to p ∈ G outside every capsule call, other than a reference write,

@@ -260,7 +260,7 @@ impl Pass for Escape {
             return;
         };
         l.sites
-            .record_inline_drops(drops, |loc| loc_kind(heap, loc));
+            .record_inline_drops(drops, |loc| loc_kind(heap, loc), false);
     }
 
     fn stats(&self) -> Option<serde_json::Value> {
@@ -316,6 +316,7 @@ mod tests {
                             rep: loc,
                             reads: 0,
                             writes: 0,
+                            capsule: false,
                         });
                         self.drops.last_mut().expect("pushed")
                     }
