@@ -142,7 +142,7 @@ pub struct HeaderFilter {
     /// The test holds as it is only while the thread runs no call of an instance
     /// method of a capsule class (`abi::JitThread::capsule_calls` is zero); inside
     /// one, `capsule`'s executor decides, as the thread's filter word says
-    /// (`abi::JitThread::capsule_word`) while the gate is shut.
+    /// (`abi::JitThread::capsule_word`) while the pass's gate is open.
     pub capsule_calls: bool,
     /// With `capsule_calls`: the address of the pass's gate
     /// (`analyses::Chain::inline_filter_gate`); while the word there is 0, the

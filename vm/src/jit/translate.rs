@@ -608,7 +608,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             let skip = self.b.create_block();
             if capsule_calls {
                 // Inside a capsule call, the pass's word says what its executor lets
-                // through inline (a drop, a forward), while its gate is shut.
+                // through inline (a drop, a forward), while its gate is open (0).
                 let m = MemFlagsData::trusted();
                 let n = self.b.ins().load(I64, m, self.ctx, OFF_CAPSULE_CALLS);
                 let inside = self.b.create_block();

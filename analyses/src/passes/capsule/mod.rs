@@ -71,9 +71,9 @@
 //! executor: a capsule-shared access is forwarded with the thread as owner) and
 //! [`CAPSULE_WORD_OWN`] (the innermost call is the checked executor: a proven
 //! `this.f` is a capsule access). A demotion changes the executors of every thread,
-//! so the pass's gate ([`Pass::inline_filter_gate`], the count of demotions) opens
-//! the first time: from then on generated code delivers every access made inside a
-//! capsule call, and only this thread's own events ever write its word.
+//! so the pass's gate ([`Pass::inline_filter_gate`], the count of demotions, open
+//! while 0) closes at the first one: from then on generated code delivers every
+//! access made inside a capsule call. Only this thread's own events write its word.
 //!
 //! # Chaining with `escape`
 //! Each filter must account for every reference write into a member of its own set.
