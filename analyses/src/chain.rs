@@ -451,7 +451,9 @@ impl Chain {
         self.add_inline_forwards(cx, filter, drops);
         cx.counts[filter].saw_dropped(reads, writes);
         p.inline_dropped(&cx.state, cx.locals[filter].as_mut(), drops);
-        // Capsule accesses a pass other than `capsule` dropped were `Flow::Local`.
+        // Capsule accesses are `capsule`'s own drops when it made them (it is the
+        // pass that checks local accesses); any other filter dropped them as
+        // `Flow::Local`, which the passes after it that check those still see.
         let own: Vec<_> = drops.iter().filter(|d| d.capsule).copied().collect();
         if own.is_empty() || p.checks_local() {
             return;
