@@ -617,20 +617,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.b.switch_to_block(outside);
                 self.b.ins().brif(bits, pass, &[], skip, &[]);
                 self.b.switch_to_block(inside);
-                let gated = self.b.create_block();
-                match gate {
-                    Some(addr) => {
-                        let a = self.iconst(addr as i64);
-                        let g = self.b.ins().load(I64, m, a, 0);
-                        self.b.ins().brif(g, call, &[], gated, &[]);
-                    }
-                    None => {
-                        self.b.ins().jump(call, &[]);
-                    }
-                }
-                self.b.switch_to_block(gated);
-                let p = self.b.ins().load(I64, m, self.ctx, OFF_CAPSULE_WORD);
-                let word = self.b.ins().load(I64, m, p, 0);
+                let word = self.capsule_word(gate, call);
                 let dropping = self.b.create_block();
                 let forwarding = if pass == call {
                     call
@@ -698,12 +685,33 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn capsule_filter(&self) -> Option<(usize, u64)> {
         let filters = &self.opts().inline_filters;
         let at = filters.iter().position(|f| f.capsule_calls)?;
-        let behind_escape = at == 1 && filters[0].mask == layout::SHARED_BIT;
+        let behind_escape = at == 1 && filters[0].mask == super::HeaderFilter::ESCAPE.mask;
         if at == 0 || behind_escape {
             Some((at, filters[at].gate?))
         } else {
             None
         }
+    }
+
+    /// The thread's `capsule` word (`abi::JitThread::capsule_word`), read in a new
+    /// current block when the pass's gate at `gate` is open (0); a closed gate, or
+    /// none, jumps to `call`.
+    fn capsule_word(&mut self, gate: Option<u64>, call: ir::Block) -> Value {
+        let m = MemFlagsData::trusted();
+        let open = self.b.create_block();
+        match gate {
+            Some(addr) => {
+                let a = self.iconst(addr as i64);
+                let g = self.b.ins().load(I64, m, a, 0);
+                self.b.ins().brif(g, call, &[], open, &[]);
+            }
+            None => {
+                self.b.ins().jump(call, &[]);
+            }
+        }
+        self.b.switch_to_block(open);
+        let p = self.b.ins().load(I64, m, self.ctx, OFF_CAPSULE_WORD);
+        self.b.ins().load(I64, m, p, 0)
     }
 
     /// A proven `this.f` ([`Filtering::CapsuleOwn`]), while the gate at `gate` is 0
@@ -728,17 +736,10 @@ impl<'a, 'b> Translator<'a, 'b> {
             slot,
             capsule_own: true,
         });
-        let m = MemFlagsData::trusted();
         let call = self.b.create_block();
-        let open = self.b.create_block();
         let drop = self.b.create_block();
         let cont = self.b.create_block();
-        let a = self.iconst(gate as i64);
-        let g = self.b.ins().load(I64, m, a, 0);
-        self.b.ins().brif(g, call, &[], open, &[]);
-        self.b.switch_to_block(open);
-        let p = self.b.ins().load(I64, m, self.ctx, OFF_CAPSULE_WORD);
-        let word = self.b.ins().load(I64, m, p, 0);
+        let word = self.capsule_word(Some(gate), call);
         let own = self.b.ins().band_imm_s(word, CAPSULE_WORD_OWN as i64);
         self.b.ins().brif(own, drop, &[], call, &[]);
         self.b.switch_to_block(drop);

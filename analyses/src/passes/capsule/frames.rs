@@ -68,13 +68,9 @@ impl Frames {
         frames.iter_mut().filter(|f| f.capsule.is_some())
     }
 
-    /// How many frames there are (the innermost is at `len() - 1`).
-    pub fn len(&self) -> usize {
-        self.frames.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.frames.is_empty()
+    /// Whether frame `i` is the innermost (the running call's).
+    pub fn is_innermost(&self, i: usize) -> bool {
+        i + 1 == self.frames.len()
     }
 
     pub fn get_mut(&mut self, i: usize) -> &mut Frame {

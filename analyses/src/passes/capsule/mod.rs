@@ -266,7 +266,7 @@ impl Capsule {
         match self.executor(l) {
             None => CAPSULE_WORD_DROP | CAPSULE_WORD_FORWARD,
             Some(i) if l.frames.get(i).checked => {
-                let own = i + 1 == l.frames.len();
+                let own = l.frames.is_innermost(i);
                 CAPSULE_WORD_DROP | if own { CAPSULE_WORD_OWN } else { 0 }
             }
             Some(_) => 0,
