@@ -94,7 +94,7 @@ impl Chain {
         // The common case (the JIT syncs before every event): nothing moved since the
         // previous call, so the context is already the stack's.
         let t = &cx.state;
-        if t.stack_synced && unchanged >= frames.len() && t.frame_ctxs.len() == frames.len() {
+        if t.stack_synced && unchanged >= frames.len() && t.frame_depth == frames.len() {
             return;
         }
         self.sync_frames_moved(cx, frames, unchanged);
@@ -103,26 +103,37 @@ impl Chain {
     fn sync_frames_moved(&self, cx: &mut ThreadCx, frames: &[u64], unchanged: usize) {
         let t = &mut cx.state;
         t.stack_synced = true;
-        let mut keep = unchanged.min(frames.len()).min(t.frame_ctxs.len());
+        // `frame_words`/`frame_ctxs` may hold more than the last stack: the frames
+        // of calls that returned since, kept so that the same call made again (a
+        // method called in a loop) finds its context without interning. Entry `i`
+        // is valid while entries `0..i` match the stack; the first mismatch cuts
+        // the rest off.
+        let mut keep = unchanged.min(frames.len()).min(t.frame_depth);
         while keep < frames.len()
             && keep < t.frame_words.len()
             && t.frame_words[keep] == frames[keep]
         {
             keep += 1;
         }
-        t.frame_ctxs.truncate(keep);
-        t.frame_words.truncate(keep);
-        let mut ctx = t.frame_ctxs.last().copied().unwrap_or(CtxId::ROOT);
-        for &w in &frames[keep..] {
-            let (method, site) = crate::ctx::unpack_frame(w);
-            ctx = self
-                .shared
-                .ctxs
-                .child_cached(&mut t.ctx_cache, ctx, method, site);
-            t.frame_ctxs.push(ctx);
-            t.frame_words.push(w);
+        if keep < frames.len() {
+            t.frame_ctxs.truncate(keep);
+            t.frame_words.truncate(keep);
+            let mut ctx = t.frame_ctxs.last().copied().unwrap_or(CtxId::ROOT);
+            for &w in &frames[keep..] {
+                let (method, site) = crate::ctx::unpack_frame(w);
+                ctx = self
+                    .shared
+                    .ctxs
+                    .child_cached(&mut t.ctx_cache, ctx, method, site);
+                t.frame_ctxs.push(ctx);
+                t.frame_words.push(w);
+            }
         }
-        t.ctx = ctx;
+        t.frame_depth = frames.len();
+        t.ctx = match frames.len() {
+            0 => CtxId::ROOT,
+            n => t.frame_ctxs[n - 1],
+        };
         t.method = frames.last().map(|&w| crate::ctx::unpack_frame(w).0);
     }
 

@@ -48,9 +48,35 @@ pub struct Frame {
 }
 
 /// One thread's contexts interned so far, by (parent, packed frame): see
-/// [`CtxTree::child_cached`].
+/// [`CtxTree::child_cached`]. In front of the map, a small direct-mapped table of
+/// recent lookups: a method called in a loop from a few sites (a capsule's methods,
+/// each calling the next) then costs one compare per call instead of a hash probe.
 #[derive(Debug, Default)]
-pub struct CtxCache(HashMap<(CtxId, u64), CtxId>);
+pub struct CtxCache {
+    recent: Recent,
+    map: HashMap<(CtxId, u64), CtxId>,
+}
+
+/// Slots of [`CtxCache`]'s direct-mapped front.
+const RECENT: usize = 64;
+
+/// `(parent, frame, child)` per slot; a slot whose `frame` is 0 is empty (a packed
+/// frame of method 0 at site 0 is simply looked up in the map).
+#[derive(Debug)]
+struct Recent(Box<[(CtxId, u64, CtxId); RECENT]>);
+
+impl Default for Recent {
+    fn default() -> Self {
+        Recent(Box::new([(CtxId::ROOT, 0, CtxId::ROOT); RECENT]))
+    }
+}
+
+impl CtxCache {
+    fn slot(parent: CtxId, frame: u64) -> usize {
+        let h = (frame ^ u64::from(parent.0).rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - RECENT.trailing_zeros())) as usize
+    }
+}
 
 #[derive(Default)]
 pub struct CtxTree {
@@ -98,10 +124,18 @@ impl CtxTree {
         method: MethodId,
         call_site: SiteId,
     ) -> CtxId {
-        *cache
-            .0
-            .entry((parent, pack_frame(method, call_site)))
-            .or_insert_with(|| self.child(parent, method, call_site))
+        let frame = pack_frame(method, call_site);
+        let i = CtxCache::slot(parent, frame);
+        let (p, f, c) = cache.recent.0[i];
+        if f == frame && p == parent && frame != 0 {
+            return c;
+        }
+        let c = *cache
+            .map
+            .entry((parent, frame))
+            .or_insert_with(|| self.child(parent, method, call_site));
+        cache.recent.0[i] = (parent, frame, c);
+        c
     }
 
     /// The frames of a context, innermost first.

@@ -23,10 +23,13 @@ pub struct ThreadState {
     /// The contexts this thread has interned (no shared lock per call).
     pub(crate) ctx_cache: CtxCache,
     /// With [`crate::Chain::sync_frames`]: the context of each prefix of the stack
-    /// last handed over (entry `i`: the outermost `i + 1` frames).
+    /// last handed over (entry `i`: the outermost `i + 1` frames), followed by those
+    /// of the frames above it that returned since (kept for the next call).
     pub(crate) frame_ctxs: Vec<CtxId>,
-    /// With [`crate::Chain::sync_frames`]: the packed frames last handed over.
+    /// With [`crate::Chain::sync_frames`]: the packed frames of `frame_ctxs`.
     pub(crate) frame_words: Vec<u64>,
+    /// With [`crate::Chain::sync_frames`]: how many frames the last stack had.
+    pub(crate) frame_depth: usize,
     /// The producer keeps the stack and hands it over ([`crate::Chain::sync_frames`]),
     /// so `Enter`/`Exit` events, if any, do not move the context.
     pub(crate) stack_synced: bool,
@@ -45,6 +48,7 @@ impl ThreadState {
             ctx_cache: CtxCache::default(),
             frame_ctxs: Vec::new(),
             frame_words: Vec::new(),
+            frame_depth: 0,
             stack_synced: false,
             method: None,
         }
@@ -56,7 +60,7 @@ impl ThreadState {
     }
     /// How many frames the stack last handed to [`crate::Chain::sync_frames`] had.
     pub fn frame_depth(&self) -> usize {
-        self.frame_ctxs.len()
+        self.frame_depth
     }
     pub fn holds(&self, lock: ObjId) -> bool {
         self.held.contains(&lock)

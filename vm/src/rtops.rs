@@ -497,7 +497,8 @@ impl Guest<'_> {
         if self.hook.frame_events_of(f) {
             let first = if func.kind == FuncKind::Static { 0 } else { 1 };
             let receiver = (first == 1).then(|| ObjId(params[0]));
-            let args: Vec<ObjId> = (first..func.num_params as usize)
+            // On the stack for up to 4 (no allocation per call).
+            let args: smallvec::SmallVec<[ObjId; 4]> = (first..func.num_params as usize)
                 .filter(|&i| func.locals[i].ty.is_ref() && params[i] != 0)
                 .map(|i| ObjId(params[i]))
                 .collect();

@@ -52,6 +52,11 @@ impl Frames {
             .find(|&i| live(&self.frames[i]))
     }
 
+    /// Index of the innermost capsule call, live or not.
+    pub fn innermost_capsule_call(&self) -> Option<usize> {
+        self.caps.last().copied()
+    }
+
     /// Whether a capsule call outside frame `i` holds capsule `k` (its check made the
     /// thread the occupant; no release since): then the thread is inside `k`, and a
     /// check of the call at `i` needs no look at the capsule's epoch.

@@ -250,6 +250,13 @@ impl Capsule {
 
     /// The executor's frame index (innermost call of a live capsule).
     fn executor(&self, l: &CapsuleLocal) -> Option<usize> {
+        // While no class was demoted, every capsule call's class is a capsule class
+        // (a frame gets its capsule only then): the innermost capsule call. A
+        // demotion counts itself before it changes the class's status, so a thread
+        // that sees the new status sees the count too.
+        if self.demotions.load(Ordering::Acquire) == 0 {
+            return l.frames.innermost_capsule_call();
+        }
         l.frames
             .executor(|f| self.status(f.class) == Status::Capsule)
     }
@@ -326,11 +333,13 @@ impl Capsule {
             earlier,
             message,
         } = b;
+        // Executors change in every thread: close the inline test's gate, before the
+        // class's status changes (`executor` relies on the order; a class demoted
+        // twice closes it once more, which only keeps it closed).
+        self.demotions.fetch_add(1, Ordering::Release);
         if !self.classes.demote(class) {
             return;
         }
-        // Executors change in every thread: close the inline test's gate.
-        self.demotions.fetch_add(1, Ordering::Relaxed);
         let env = self.shared.env.as_ref();
         let class_name = env.class_name(class);
         let mut w = Warning::new(WarningKind::CapsuleViolation, "capsule");
