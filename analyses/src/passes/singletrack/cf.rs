@@ -37,7 +37,7 @@
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::{HashMap, HashSet};
 
@@ -46,9 +46,38 @@ use crate::event::{Event, EventKind, Loc, ObjId, SiteId, Spec, Tid};
 use crate::vc::{Clock, VectorClock};
 
 use super::small::Small;
+use crate::passes::shadow::PageTable;
 
 /// A transaction (deterministic computation) id.
 pub type Xid = u64;
+
+/// The transactions whose last member left, by id: per-location entries naming one
+/// are garbage, dropped at the location's next access. One bit per transaction id,
+/// set and read without a lock (leaves of a [`PageTable`] allocated on first
+/// touch), so that entries name their transaction by id: a cell's entry costs no
+/// reference count, which every new location of a transaction would otherwise
+/// increment on one cache line that all the transaction's threads share.
+#[derive(Default)]
+pub struct Finished(PageTable<AtomicU64>);
+
+impl Finished {
+    /// The word of `xid` and its bit: words are keyed as 8-byte slots.
+    fn at(xid: Xid) -> (u64, u64) {
+        ((xid / 64) * 8, 1 << (xid % 64))
+    }
+
+    pub fn insert(&self, xid: Xid) {
+        let (key, bit) = Self::at(xid);
+        self.0.get(key).fetch_or(bit, Ordering::Release);
+    }
+
+    pub fn contains(&self, xid: Xid) -> bool {
+        let (key, bit) = Self::at(xid);
+        self.0
+            .peek(key)
+            .is_some_and(|w| w.load(Ordering::Acquire) & bit != 0)
+    }
+}
 
 /// One operation as remembered for checks and reports: its epoch `clock@tid`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,8 +115,6 @@ pub struct CfTx {
     pub xid: Xid,
     /// The `begin` that opened it.
     pub begin: CfAccess,
-    /// Its last member left: entries naming it are garbage.
-    dead: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -161,7 +188,7 @@ impl Stored {
 
 #[derive(Debug)]
 struct VarState {
-    tx: Arc<CfTx>,
+    tx: Xid,
     /// A conflict on this variable was reported in this transaction.
     reported: bool,
     write: Option<Stored>,
@@ -213,7 +240,7 @@ impl Slim {
 /// transaction, with at most one read and no trace lines.
 #[derive(Debug, Default)]
 pub struct CfSlim {
-    pub tx: Option<Arc<CfTx>>,
+    pub tx: Option<Xid>,
     /// Meaningful with `tx` only, as are the accesses.
     pub reported: bool,
     pub write: Option<Slim>,
@@ -259,7 +286,6 @@ impl CfCell {
 
 struct XidState {
     members: u32,
-    tx: Arc<CfTx>,
     locks: Vec<ObjId>,
 }
 
@@ -274,6 +300,8 @@ pub struct Cf {
     /// Variables, when accesses come through [`Cf::event`] (sequential use; the pass
     /// keeps its cells in a shadow table instead).
     vars: HashMap<Loc, CfCell>,
+    /// Shared with the cells' owner ([`Cf::finished`]).
+    finished: Arc<Finished>,
     next_xid: Xid,
     /// Lock operations and the accesses given to [`Cf::event`] checked.
     checks: u64,
@@ -312,6 +340,7 @@ impl CfCell {
     pub fn access(
         &mut self,
         th: &CfView,
+        finished: &Finished,
         loc: Loc,
         write: bool,
         cur: CfAccess,
@@ -321,11 +350,11 @@ impl CfCell {
         };
         let t = cur.tid;
         let vc = &th.vc;
-        if !self.vars.iter().any(|v| Arc::ptr_eq(&v.tx, tx)) {
+        if !self.vars.iter().any(|v| v.tx == tx.xid) {
             // Entries of finished transactions are dropped here, lazily.
-            self.vars.retain(|v| !v.tx.dead.load(Ordering::Acquire));
+            self.vars.retain(|v| !finished.contains(v.tx));
             self.vars.push(VarState {
-                tx: tx.clone(),
+                tx: tx.xid,
                 reported: false,
                 write: None,
                 reads: Small::default(),
@@ -334,7 +363,7 @@ impl CfCell {
         let st = self
             .vars
             .iter_mut()
-            .find(|v| Arc::ptr_eq(&v.tx, tx))
+            .find(|v| v.tx == tx.xid)
             .expect("present");
         let stored = Stored::of(&cur);
         let mut conflict = st.write.filter(|w| !w.ordered(vc));
@@ -401,9 +430,9 @@ impl CfCell {
     /// If the cell holds state of `tx` only, and all of it is plain accesses of `t`
     /// without a trace line: `t`'s last write and its last read since (the state a
     /// sole accessor's later accesses only replace, see [`CfCell::set_sole`]).
-    pub fn sole(&self, tx: &Arc<CfTx>, t: Tid) -> Option<(Option<Own>, Option<Own>)> {
+    pub fn sole(&self, tx: Xid, t: Tid) -> Option<(Option<Own>, Option<Own>)> {
         let mut vars = self.vars.iter();
-        let st = vars.next().filter(|v| Arc::ptr_eq(&v.tx, tx))?;
+        let st = vars.next().filter(|v| v.tx == tx)?;
         if vars.next().is_some() {
             return None;
         }
@@ -448,6 +477,11 @@ impl Cf {
         self.checks
     }
 
+    /// The set of finished transactions, for [`CfCell::access`].
+    pub fn finished(&self) -> Arc<Finished> {
+        self.finished.clone()
+    }
+
     /// Transactions whose state is still kept.
     pub fn live_transactions(&self) -> usize {
         self.xids.len()
@@ -476,7 +510,7 @@ impl Cf {
         x.members -= 1;
         if x.members == 0 {
             let x = self.xids.remove(&xid).expect("present");
-            x.tx.dead.store(true, Ordering::Release);
+            self.finished.insert(xid);
             for lock in x.locks {
                 self.locks.remove(&(lock, xid));
             }
@@ -512,19 +546,14 @@ impl Cf {
                     ctx,
                     event: ev.index,
                 };
-                let tx = Arc::new(CfTx {
-                    xid,
-                    begin,
-                    dead: AtomicBool::new(false),
-                });
-                th.tx = Some(tx.clone());
+                let tx = Arc::new(CfTx { xid, begin });
+                th.tx = Some(tx);
                 th.depth = 1;
                 th.owner = true;
                 self.xids.insert(
                     xid,
                     XidState {
                         members: 1,
-                        tx,
                         locks: Vec::new(),
                     },
                 );
@@ -633,7 +662,7 @@ impl Cf {
                     event: ev.index,
                 };
                 let cell = self.vars.entry(loc).or_default();
-                let (checked, found) = cell.access(&view, loc, write, cur);
+                let (checked, found) = cell.access(&view, &self.finished, loc, write, cur);
                 self.checks += u64::from(checked);
                 out.extend(found.map(|c| *c));
             }

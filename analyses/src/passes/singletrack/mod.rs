@@ -156,7 +156,7 @@ use crate::txgraph::{NodeId, TxHb, TxMode, Violation};
 
 use super::shadow::PageTable;
 use crate::spin::SpinCell;
-use cf::{Cf, CfAccess, CfCell, CfConflict, CfView, Own, Target};
+use cf::{Cf, CfAccess, CfCell, CfConflict, CfView, Finished, Own, Target};
 use small::Small;
 
 pub const NAME: &str = "singletrack";
@@ -459,6 +459,8 @@ impl Sole {
 pub struct SingleTrack {
     shared: Arc<Shared>,
     state: Mutex<State>,
+    /// The finished transactions ([`Cf::finished`]), read without the mutex.
+    finished: Arc<Finished>,
     cells: PageTable<SpinCell<packed::Packed>>,
     /// Per location, the stamp of the last access (see "Same epoch" in the module
     /// doc); 0 before any stamped access.
@@ -496,9 +498,11 @@ impl SingleTrack {
     pub fn new(shared: &Arc<Shared>) -> Self {
         let xs = TxHb::new(TxMode::SINGLETRACK);
         let live = xs.liveness();
+        let cf = Cf::new();
         SingleTrack {
             shared: shared.clone(),
-            state: Mutex::new(State { cf: Cf::new(), xs }),
+            finished: cf.finished(),
+            state: Mutex::new(State { cf, xs }),
             cells: PageTable::default(),
             stamps: PageTable::default(),
             live,
@@ -739,7 +743,7 @@ impl SingleTrack {
         {
             return;
         }
-        let Some((write, read)) = c.cf.sole(tx, t) else {
+        let Some((write, read)) = c.cf.sole(tx.xid, t) else {
             return;
         };
         if read.is_some() == c.readers.iter().next().is_none() {
@@ -754,6 +758,34 @@ impl SingleTrack {
     }
 
     /// A read or write of `loc` (plain or volatile) by `t`.
+    /// The graph's part of an access to `loc` whose cell names `writer` as the last
+    /// write's node and, for a write, `readers` as the nodes of the reads since: the
+    /// node the access runs in (⊥: none that can be on a cycle) and the cycles it
+    /// closes. Decided from the liveness view when it can be; otherwise under the
+    /// pass's mutex (the caller holds the cell's lock: lock order cell, then mutex).
+    fn graph_step(
+        &self,
+        t: &ThreadState,
+        copy: &mut ThreadCopy,
+        ev: &Event<'_>,
+        loc: Loc,
+        writer: Option<NodeId>,
+        readers: &[NodeId],
+    ) -> (Option<NodeId>, Vec<Violation>) {
+        let sources = writer.into_iter().chain(readers.iter().copied());
+        if let Some(n) = decide_access(&self.live, copy.inside, copy.last, sources) {
+            return (n, Vec::new());
+        }
+        let src: Vec<Option<NodeId>> = std::iter::once(writer)
+            .chain(readers.iter().map(|&r| Some(r)))
+            .collect();
+        let mut st = self.state.lock();
+        let (n, found) = st.xs.access(ev, t.ctx, loc, &src);
+        (copy.inside, copy.last) = st.xs.thread_view(t.tid);
+        Self::set_word(t.tid, copy);
+        (n, found)
+    }
+
     fn var_access(&self, t: &ThreadState, copy: &mut ThreadCopy, ev: &Event<'_>, loc: Loc) {
         let write = matches!(
             ev.kind,
@@ -808,35 +840,47 @@ impl SingleTrack {
             ctx: t.ctx,
             event: ev.index,
         };
+        let mut cell = self.cells.get(loc.key()).lock();
+        let prev = stamp.load(Relaxed);
+        // A location's first access, inside a transaction: nothing to check against,
+        // and the packed cell is written directly (what `Packed::with` would leave).
+        if plain
+            && ev.index == 0
+            && prev == 0
+            && cell.is_empty()
+            && let Some(tx) = &copy.cf.tx
+            && self
+                .sole
+                .peek(loc.key())
+                .is_none_or(|s| s.owner.load(Relaxed) == 0)
+            && let Some(first) = packed::First::new(&cur, write, tx.xid)
+        {
+            self.count_checks(t.tid, 1);
+            let (target, cycles) = self.graph_step(t, copy, ev, loc, None, &[]);
+            cell.set_first(first, target);
+            let word = copy.guard.word.load(Relaxed);
+            stamp.store(self.next_stamp(loc, prev, word, write), Release);
+            drop(cell);
+            if !cycles.is_empty() {
+                self.report(None, &cycles);
+            }
+            return;
+        }
         let (conflict, cycles) = {
-            self.cells.get(loc.key()).lock().with(|c| {
+            cell.with(|c| {
                 if let Some(sole) = self.sole.peek(loc.key()) {
                     Self::fold_sole(c, sole);
                 }
-                let (checked, conflict) = c.cf.access(&copy.cf, loc, write, cur);
+                let (checked, conflict) = c.cf.access(&copy.cf, &self.finished, loc, write, cur);
                 if checked {
                     self.count_checks(t.tid, 1);
                 }
-                let sources = c
-                    .writer
-                    .into_iter()
-                    .chain(c.readers.iter().map(|r| r.1).filter(|_| write));
-                let mut cycles = Vec::new();
-                let target = match decide_access(&self.live, copy.inside, copy.last, sources) {
-                    Some(n) => n,
-                    None => {
-                        let mut src: Vec<Option<NodeId>> = vec![c.writer];
-                        if write {
-                            src.extend(c.readers.iter().map(|r| Some(r.1)));
-                        }
-                        let mut st = self.state.lock();
-                        let (n, found) = st.xs.access(ev, t.ctx, loc, &src);
-                        cycles = found;
-                        (copy.inside, copy.last) = st.xs.thread_view(t.tid);
-                        Self::set_word(t.tid, copy);
-                        n
-                    }
+                let readers: smallvec::SmallVec<[NodeId; 2]> = if write {
+                    c.readers.iter().map(|r| r.1).collect()
+                } else {
+                    smallvec::SmallVec::new()
                 };
+                let (target, cycles) = self.graph_step(t, copy, ev, loc, c.writer, &readers);
                 if write {
                     c.writer = target;
                     c.readers.clear();
@@ -846,7 +890,6 @@ impl SingleTrack {
                 // Under the cell's lock, so the stamp names the access that left the
                 // cell as it is (0 when no same-epoch rule may follow it).
                 let word = copy.guard.word.load(Relaxed);
-                let prev = stamp.load(Relaxed);
                 let s = self.next_stamp(loc, prev, word, write);
                 // Claimed at the thread's second epoch on the location in a row, not at
                 // its first access: most objects allocated in a transaction are touched
@@ -864,6 +907,7 @@ impl SingleTrack {
                 (conflict, cycles)
             })
         };
+        drop(cell);
         if conflict.is_some() || !cycles.is_empty() {
             self.report(conflict.as_deref(), &cycles);
         }

@@ -9,10 +9,8 @@
 //! at every change. A cell is worked on unpacked ([`Packed::with`]): the rules of
 //! [`super::cf`] and of the graph see the same [`Cell`] either way.
 
-use std::sync::Arc;
-
 use super::Cell;
-use super::cf::{CfCell, CfSlim, CfTx, Slim};
+use super::cf::{CfAccess, CfCell, CfSlim, Slim, Xid};
 use super::small::Small;
 use crate::event::Tid;
 use crate::txgraph::NodeId;
@@ -26,36 +24,21 @@ const READER: u32 = 1 << 29;
 /// present.
 const REPORTED: u32 = 1 << 29;
 const WRITER: u32 = 1 << 28;
-/// `r[0]`: `ptr` is a `Box<Cell>`, everything else unused.
+/// `r[0]`: `word` is a `Box<Cell>`, everything else unused.
 const BOXED: u32 = 1 << 28;
 const TID_LIMIT: Tid = 1 << 24;
 
 #[repr(C)]
+#[derive(Default)]
 pub(super) struct Packed {
-    /// The transaction's `Arc<CfTx>` (null: no state of a transaction), or the
-    /// boxed cell ([`BOXED`]).
-    ptr: *mut (),
+    /// The transaction's id plus one (0: no state of a transaction), or the address
+    /// of the boxed cell ([`BOXED`]).
+    word: u64,
     /// The write and the read: thread word, clock, site, call context.
     w: [u32; 4],
     r: [u32; 4],
     /// [`NodeId::to_bits`] of the writer, the reader, or both.
     node: u64,
-}
-
-// SAFETY: `Packed` owns what `ptr` points to (an `Arc<CfTx>` or a `Box<Cell>`,
-// both `Send + Sync`), as the `Cell` it stands for would.
-unsafe impl Send for Packed {}
-unsafe impl Sync for Packed {}
-
-impl Default for Packed {
-    fn default() -> Self {
-        Packed {
-            ptr: std::ptr::null_mut(),
-            w: [0; 4],
-            r: [0; 4],
-            node: 0,
-        }
-    }
 }
 
 fn pack_access(a: Option<Slim>) -> [u32; 4] {
@@ -94,17 +77,70 @@ fn fits(s: &CfSlim, writer: Option<NodeId>, reader: Option<(Tid, NodeId)>) -> bo
         }
 }
 
+/// A location's first access, as [`Packed::set_first`] stores it: a plain access
+/// (no trace line) of a thread below [`TID_LIMIT`] inside transaction `tx`.
+pub(super) struct First {
+    access: [u32; 4],
+    write: bool,
+    tx: Xid,
+}
+
+impl First {
+    pub(super) fn new(a: &CfAccess, write: bool, tx: Xid) -> Option<First> {
+        (a.tid < TID_LIMIT && a.event == 0).then(|| First {
+            access: pack_access(Some(Slim {
+                tid: a.tid,
+                // As `CfCell::access` stores it.
+                clock: std::num::NonZeroU32::new(a.clock).unwrap_or(std::num::NonZeroU32::MIN),
+                site: a.site,
+                ctx: a.ctx,
+                volatile: false,
+            })),
+            write,
+            tx,
+        })
+    }
+}
+
 impl Packed {
     fn boxed(&self) -> bool {
         self.r[0] & BOXED != 0
+    }
+
+    /// No state at all: no transaction's entries, no graph nodes.
+    pub(super) fn is_empty(&self) -> bool {
+        self.word == 0 && self.w == [0; 4] && self.r == [0; 4] && self.node == 0
+    }
+
+    /// On an empty cell ([`Packed::is_empty`]): the state its first access `f`
+    /// leaves, running in graph node `node` (⊥: none). Exactly what
+    /// [`Packed::with`] leaves after the rules of `CfCell::access` and the graph's
+    /// step on the unpacked cell (the transaction's entry with the one access, the
+    /// node as the writer or as the thread's read), without unpacking.
+    pub(super) fn set_first(&mut self, f: First, node: Option<NodeId>) {
+        debug_assert!(self.is_empty());
+        let tid = f.access[0] & (TID_LIMIT - 1);
+        let slim = unpack_access(f.access);
+        let s = CfSlim {
+            tx: Some(f.tx),
+            reported: false,
+            write: slim.filter(|_| f.write),
+            read: slim.filter(|_| !f.write),
+        };
+        let (writer, reader) = match node {
+            Some(n) if f.write => (Some(n), None),
+            Some(n) => (None, Some((tid, n))),
+            None => (None, None),
+        };
+        self.put_inline(s, writer, reader);
     }
 
     /// Run `f` on the cell.
     #[inline]
     pub(super) fn with<R>(&mut self, f: impl FnOnce(&mut Cell) -> R) -> R {
         if self.boxed() {
-            // SAFETY: a boxed `Packed` owns the `Box<Cell>` at `ptr` (see `put`).
-            return f(unsafe { &mut *self.ptr.cast::<Cell>() });
+            // SAFETY: a boxed `Packed` owns the `Box<Cell>` at `word` (see `put`).
+            return f(unsafe { &mut *(self.word as *mut Cell) });
         }
         let mut c = self.take();
         let out = f(&mut c);
@@ -116,11 +152,7 @@ impl Packed {
     fn take(&mut self) -> Cell {
         let p = std::mem::take(self);
         let wf = p.w[0];
-        let tx = (!p.ptr.is_null()).then(|| {
-            // SAFETY: a non-null inline `ptr` came from `Arc::into_raw` in `put`;
-            // `p` is forgotten below, so the count moves to the returned cell.
-            unsafe { Arc::from_raw(p.ptr.cast::<CfTx>().cast_const()) }
-        });
+        let tx: Option<Xid> = p.word.checked_sub(1);
         let read = unpack_access(p.r);
         let cf = CfCell::from_slim(CfSlim {
             reported: tx.is_some() && wf & REPORTED != 0,
@@ -131,7 +163,6 @@ impl Packed {
         let reader =
             (p.r[0] & READER != 0).then(|| (p.r[0] & (TID_LIMIT - 1), NodeId::from_bits(p.node)));
         let writer = (wf & WRITER != 0).then(|| NodeId::from_bits(p.node));
-        std::mem::forget(p);
         Cell {
             cf,
             writer,
@@ -182,13 +213,11 @@ impl Packed {
             self.r[0] |= u | READER;
             self.node = n.to_bits();
         }
-        self.ptr = s.tx.map_or(std::ptr::null_mut(), |tx| {
-            Arc::into_raw(tx).cast_mut().cast()
-        });
+        self.word = s.tx.map_or(0, |tx| tx + 1);
     }
 
     fn put_boxed(&mut self, c: Cell) {
-        self.ptr = Box::into_raw(Box::new(c)).cast();
+        self.word = Box::into_raw(Box::new(c)) as u64;
         self.r[0] = BOXED;
     }
 }
@@ -197,9 +226,7 @@ impl Drop for Packed {
     fn drop(&mut self) {
         if self.boxed() {
             // SAFETY: as in `with`; dropped once.
-            drop(unsafe { Box::from_raw(self.ptr.cast::<Cell>()) });
-        } else if !self.ptr.is_null() {
-            drop(self.take());
+            drop(unsafe { Box::from_raw(self.word as *mut Cell) });
         }
     }
 }
@@ -229,6 +256,7 @@ mod tests {
         };
         cf.event(&begin, crate::ctx::CtxId(0));
         let view = cf.view(1);
+        let finished = cf.finished();
         let loc = Loc {
             obj: ObjId(64),
             slot: 0,
@@ -264,7 +292,7 @@ mod tests {
         for (accesses, readers, inline) in cases {
             let mut c = Cell::default();
             for &(a, write) in accesses {
-                c.cf.access(&view, loc, write, a);
+                c.cf.access(&view, &finished, loc, write, a);
                 c.writer = Some(node);
             }
             for &u in readers {
@@ -280,6 +308,41 @@ mod tests {
             assert_eq!(got, want);
             assert_eq!(p.with(|c| format!("{c:?}")), want, "stable");
         }
+        // A first access written directly is the cell the rules leave (a write or a
+        // read, in a node or in none), and a thread id that does not fit has no
+        // direct form.
+        let xid = view.tx.as_ref().expect("inside").xid;
+        for (write, n) in [
+            (true, Some(node)),
+            (false, Some(node)),
+            (true, None),
+            (false, None),
+        ] {
+            let a = acc(1, if write { "write" } else { "read" }, 0);
+            let mut slow = Packed::default();
+            slow.with(|c| {
+                c.cf.access(&view, &finished, loc, write, a);
+                match n {
+                    Some(n) if write => c.writer = Some(n),
+                    Some(n) => {
+                        c.readers.push((1, n));
+                    }
+                    None => {}
+                }
+            });
+            let mut fast = Packed::default();
+            assert!(fast.is_empty());
+            fast.set_first(First::new(&a, write, xid).expect("fits"), n);
+            assert!(!fast.is_empty() && !fast.boxed());
+            assert_eq!(
+                fast.with(|c| format!("{c:?}")),
+                slow.with(|c| format!("{c:?}")),
+                "write {write}, node {n:?}"
+            );
+        }
+        assert!(First::new(&acc(TID_LIMIT, "read", 0), false, xid).is_none());
+        assert!(First::new(&acc(1, "read", 4), false, xid).is_none());
+
         // The reported flag, and thread ids that do not fit.
         let slim = |tid| Slim {
             tid,
@@ -291,7 +354,7 @@ mod tests {
         for (tid, inline) in [(5, true), (TID_LIMIT, false)] {
             let c = Cell {
                 cf: CfCell::from_slim(CfSlim {
-                    tx: view.tx.clone(),
+                    tx: view.tx.as_ref().map(|tx| tx.xid),
                     reported: true,
                     write: Some(slim(tid)),
                     read: Some(slim(tid)),
