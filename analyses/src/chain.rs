@@ -664,3 +664,69 @@ impl Chain {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctx::pack_frame;
+    use crate::env::NullEnv;
+    use crate::event::{MethodId, SiteId};
+    use crate::shared::ChainOptions;
+
+    /// Whatever stacks a producer hands over, and however little it says is
+    /// unchanged, the context is the stack's as interned from the bottom: frames kept
+    /// from calls that returned are reused only below the first mismatch.
+    #[test]
+    fn sync_frames_gives_each_stack_its_own_context() {
+        let shared = Shared::new(Arc::new(NullEnv), ChainOptions::default());
+        let chain = Chain::from_passes(Vec::new(), shared.clone());
+        let mut cx = chain.main_thread();
+        let fresh = |stack: &[u64]| {
+            stack.iter().fold(CtxId::ROOT, |c, &w| {
+                let (m, s) = crate::ctx::unpack_frame(w);
+                shared.ctxs.child(c, m, s)
+            })
+        };
+        // Three methods called from two sites each: returns and calls again from
+        // another site at the same depth, as in a loop calling alternately.
+        let frames: Vec<u64> = (0..6)
+            .map(|i| pack_frame(MethodId(i / 2), SiteId(i % 2 + 1)))
+            .collect();
+        let mut stack: Vec<u64> = Vec::new();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for step in 0..5000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let before = stack.clone();
+            match seed % 4 {
+                0 | 1 if stack.len() < 6 => stack.push(frames[(seed >> 8) as usize % 6]),
+                2 => {
+                    stack.pop();
+                }
+                _ => {
+                    stack.pop();
+                    stack.push(frames[(seed >> 8) as usize % 6]);
+                }
+            }
+            let common = before
+                .iter()
+                .zip(&stack)
+                .take_while(|(a, b)| a == b)
+                .count();
+            // A producer may say less than it knows (0: nothing).
+            let unchanged = if seed >> 20 & 1 == 0 {
+                common
+            } else {
+                common / 2
+            };
+            chain.sync_frames(&mut cx, &stack, unchanged);
+            assert_eq!(cx.state.ctx, fresh(&stack), "step {step}: {stack:?}");
+            assert_eq!(cx.state.frame_depth(), stack.len());
+            assert_eq!(
+                cx.state.method,
+                stack.last().map(|&w| crate::ctx::unpack_frame(w).0)
+            );
+        }
+    }
+}
