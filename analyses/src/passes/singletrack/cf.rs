@@ -109,7 +109,8 @@ pub struct CfConflict {
     pub cur: CfAccess,
 }
 
-/// A live or finished transaction, as per-location entries name it.
+/// A transaction, as its threads hold it (per-location entries name it by `xid`;
+/// [`Finished`] says when its last member left).
 #[derive(Debug)]
 pub struct CfTx {
     pub xid: Xid,

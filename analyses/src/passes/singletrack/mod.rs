@@ -757,7 +757,6 @@ impl SingleTrack {
         sole.owner.store(sole_owner(t), Release);
     }
 
-    /// A read or write of `loc` (plain or volatile) by `t`.
     /// The graph's part of an access to `loc` whose cell names `writer` as the last
     /// write's node and, for a write, `readers` as the nodes of the reads since: the
     /// node the access runs in (⊥: none that can be on a cycle) and the cycles it
@@ -786,6 +785,7 @@ impl SingleTrack {
         (n, found)
     }
 
+    /// A read or write of `loc` (plain or volatile) by `t`.
     fn var_access(&self, t: &ThreadState, copy: &mut ThreadCopy, ev: &Event<'_>, loc: Loc) {
         let write = matches!(
             ev.kind,
