@@ -63,6 +63,69 @@ struct BfLocal {
     counts: Counts,
     /// Arrays this thread knows to have fine shadows (see [`FineCache`]).
     fine: FineCache,
+    /// Read ranges this thread checked on fine shadows since its last synchronization.
+    reads: ReadMemo,
+}
+
+/// The latest read ranges a thread checked on fine shadows in its current epoch.
+///
+/// A read check of elements that this thread read-checked earlier in the same epoch
+/// is decided by FastTrack's same-epoch rules on every element, whatever other
+/// threads did meanwhile: the element's read state then holds this epoch (`R = e`),
+/// or a shared read clock with `R[t] = e` once another thread's read shared it, and
+/// FT2 never leaves that state before `t`'s next read in a later epoch (a write keeps
+/// the read state). So the check changes nothing and finds no race, and is skipped:
+/// `lufact`'s pivot column, read by a range check once per column a thread updates.
+/// Cleared at every synchronization event of the thread (its epoch may change).
+#[derive(Default)]
+struct ReadMemo {
+    /// `(array, lo, hi, step)`, oldest first.
+    ranges: Vec<(ObjId, u32, u32, u32)>,
+}
+
+/// Read ranges a thread remembers between synchronization events.
+const READ_MEMO: usize = 32;
+
+impl ReadMemo {
+    /// The elements of `r` (a read range of `arr`, normalized: a single element has
+    /// step 1) that no earlier range holds: `r` itself, `r` without the part an
+    /// earlier range of the same stride and residue holds at its start or end, or
+    /// nothing. The memo then holds them too.
+    fn unchecked(&mut self, arr: ObjId, r: (u32, u32, u32)) -> Option<(u32, u32, u32)> {
+        let (lo, hi, step) = r;
+        let last = lo + (hi - 1 - lo) / step * step;
+        for e in self.ranges.iter_mut().rev() {
+            let (a, l, h, s) = *e;
+            if a != arr {
+                continue;
+            }
+            let holds = |x: u32| x >= l && x < h && (x - l).is_multiple_of(s);
+            if holds(lo) && holds(last) && (lo == last || step.is_multiple_of(s)) {
+                return None;
+            }
+            if s != step || !(lo.abs_diff(l)).is_multiple_of(s) {
+                continue;
+            }
+            // Same stride and residue: `r` overlaps or abuts the range at one end.
+            let end = l + (h - 1 - l) / s * s + s;
+            if lo >= l && lo <= end && last >= end {
+                e.2 = hi.max(h);
+                return Some((end, hi, step));
+            }
+            if lo < l && last + s >= l && last < end {
+                e.1 = lo;
+                return Some((lo, l, step));
+            }
+        }
+        if self.ranges.len() == READ_MEMO {
+            self.ranges.remove(0);
+        }
+        self.ranges.push((arr, lo, hi, step));
+        Some(r)
+    }
+    fn clear(&mut self) {
+        self.ranges.clear();
+    }
 }
 
 /// The arrays a thread has seen with a fine shadow (direct-mapped), so an element
@@ -175,6 +238,9 @@ struct Counts {
     /// Field, static and fine-element checks decided by FastTrack's same-epoch rules
     /// on the cell's hot words (no shadow update), here or inline in generated code.
     same_epoch: u64,
+    /// Elements of read range checks on fine shadows skipped because the thread
+    /// read-checked them earlier in the same epoch ([`ReadMemo`]).
+    memo_reads: u64,
 }
 
 impl Counts {
@@ -184,6 +250,7 @@ impl Counts {
         self.shadow_checks += o.shadow_checks;
         self.commits += o.commits;
         self.same_epoch += o.same_epoch;
+        self.memo_reads += o.memo_reads;
     }
 }
 
@@ -382,8 +449,24 @@ impl BigFoot {
         };
         if l.fine.contains(loc.obj) {
             // A fine shadow: check the elements at once (the check is legitimate and
-            // covering where the compiler placed it).
-            self.check_elements(t, &mut l.counts, loc.obj, (r.lo, r.hi, r.step), cur);
+            // covering where the compiler placed it), unless they are reads this
+            // thread checked already in this epoch.
+            let mut range = (r.lo, r.hi, r.step);
+            if !r.write {
+                let Some(left) = l.reads.unchecked(loc.obj, range) else {
+                    l.counts.memo_reads += u64::from(r.count());
+                    return;
+                };
+                let n = Range {
+                    lo: left.0,
+                    hi: left.1,
+                    step: left.2,
+                    write: false,
+                };
+                l.counts.memo_reads += u64::from(r.count() - n.count());
+                range = left;
+            }
+            self.check_elements(t, &mut l.counts, loc.obj, range, cur);
             return;
         }
         // Inside the latest step-1 range of its kind that this footprint took (the
@@ -644,6 +727,7 @@ impl Pass for BigFoot {
         let Some(l) = local_of(local) else {
             return;
         };
+        l.reads.clear();
         self.commit(t, l);
         if let EventKind::ThreadEnd = ev.kind {
             self.totals.lock().add(&l.counts);
@@ -699,6 +783,7 @@ impl Pass for BigFoot {
             "shadow_checks": c.shadow_checks,
             "commits": c.commits,
             "same_epoch_checks": c.same_epoch,
+            "memo_read_elements": c.memo_reads,
         });
         if let (Some(o), serde_json::Value::Object(m)) = (v.as_object_mut(), self.census()) {
             o.extend(m);
@@ -710,6 +795,7 @@ impl Pass for BigFoot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     fn single(l: &mut BfLocal, e: u32, write: bool) {
         let acc = Acc {
@@ -726,6 +812,61 @@ mod tests {
             write,
         };
         BigFoot::add_range(l, ObjId(64), 100, r, acc);
+    }
+
+    /// The read memo skips only elements checked before (against a set of the
+    /// elements actually checked, over random ranges of a few arrays), and skips
+    /// the repeated and overlapping ranges it is there for.
+    #[test]
+    fn read_memo_skips_only_checked_elements() {
+        let elems = |(lo, hi, step): (u32, u32, u32)| (lo..hi).step_by(step as usize);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % u64::from(n)) as u32
+        };
+        let mut skipped = 0usize;
+        for _ in 0..200 {
+            let mut memo = ReadMemo::default();
+            let mut checked: HashSet<(u64, u32)> = HashSet::new();
+            for _ in 0..60 {
+                let arr = ObjId(64 + 64 * u64::from(next(2)));
+                let step = [1, 1, 2, 3][next(4) as usize];
+                let lo = next(40);
+                let hi = lo + 1 + next(30);
+                let step = if hi - lo <= step { 1 } else { step };
+                let r = (lo, hi, step);
+                let left = memo.unchecked(arr, r);
+                if let Some(x) = left {
+                    assert!(
+                        elems(x).all(|e| elems(r).any(|f| f == e)),
+                        "{x:?} outside {r:?}"
+                    );
+                    checked.extend(elems(x).map(|e| (arr.0, e)));
+                }
+                for e in elems(r) {
+                    assert!(
+                        checked.contains(&(arr.0, e)),
+                        "{e} of {r:?} skipped unchecked"
+                    );
+                }
+                skipped += elems(r).count() - left.map_or(0, |x| elems(x).count());
+                for &(a, l, h, s) in &memo.ranges {
+                    assert!(elems((l, h, s)).all(|e| checked.contains(&(a.0, e))));
+                }
+            }
+        }
+        assert!(skipped > 0);
+        // The cases it is for: a repeated range, and `a[j - 1]`, `a[j + 1]` of a loop
+        // with step 2 (the second range extends the first by one element).
+        let mut m = ReadMemo::default();
+        assert_eq!(m.unchecked(ObjId(64), (5, 900, 1)), Some((5, 900, 1)));
+        assert_eq!(m.unchecked(ObjId(64), (5, 900, 1)), None);
+        assert_eq!(m.unchecked(ObjId(64), (0, 997, 2)), Some((0, 997, 2)));
+        assert_eq!(m.unchecked(ObjId(64), (2, 999, 2)), Some((998, 999, 2)));
+        assert_eq!(m.unchecked(ObjId(64), (6, 20, 1)), None);
     }
 
     #[test]
