@@ -60,7 +60,9 @@
 //! relation is symmetric, which keeps the detector address precise (§3.4).
 //!
 //! Loop range checks ([`coalesce_loops`]) cover the element accesses `a[i + c]` of
-//! synchronization-free loops. Not done (see `docs/architecture.md`, "BigFoot"):
+//! synchronization-free loops, those of conditional blocks too (as *runs*: ranges
+//! that the loop tracks in two locals and checks when their index jumps,
+//! [`place_runs`]). Not done (see `docs/architecture.md`, "BigFoot"):
 //! other induction-variable facts of §3.5 (any other array access in a loop is a
 //! one-element check per iteration, which the runtime's footprints coalesce into
 //! ranges, DYNAMICBF) and alias facts.
@@ -893,7 +895,9 @@ fn coalesce(
 /// per array and offset (one step-1 range when the offsets are `c0 .. c0 + k - 1`
 /// with one kind) on the exit edge, and `i0` is copied at the end of the preheader.
 /// An access that runs only in some iterations, to an element such an access of the
-/// same iteration touches with a covering kind, needs no check of its own either.
+/// same iteration touches with a covering kind, needs no check of its own either; the
+/// other such accesses to an array the loop does not assign become runs
+/// ([`place_runs`]).
 ///
 /// The array is a local the loop does not assign, or a *field source*: a local the
 /// loop assigns once, from a plain field `o.f` (`o` not assigned in the loop) earlier
@@ -1180,6 +1184,8 @@ fn coalesce_loop(
     // positions, site); field sources by array local → position of their load.
     type Key = (Local, Local, Option<Local>, i64);
     type Ranges = BTreeMap<Key, (bool, Vec<(usize, usize)>, SiteId)>;
+    // Runs: (block, key) → (write?, positions, site, index local of the last access).
+    type Runs = BTreeMap<(usize, Key), (bool, Vec<(usize, usize)>, SiteId, Local)>;
     let mut ranges: Ranges = BTreeMap::new();
     let mut sources: BTreeMap<Local, (usize, usize, SiteId)> = BTreeMap::new();
     let access = |inst: &Inst| match *inst {
@@ -1231,20 +1237,34 @@ fn coalesce_loop(
     // Accesses that run only in some iterations, to an element that an access of the
     // same iteration with a covering kind also touches, are covered by that access's
     // range check too (it follows them with no acquire between).
+    // Other such accesses, to an array the loop does not assign, are gathered per
+    // block into *runs* (below).
+    let mut runs: Runs = BTreeMap::new();
     for &b in &conditional {
         for (i, inst) in f.blocks[b].insts.iter().enumerate() {
-            let Some((arr, index, write, _)) = access(inst) else {
+            let Some((arr, index, write, site)) = access(inst) else {
                 continue;
             };
-            if let Some((key, _)) = key_of(b, i, arr, index)
-                && let Some(e) = ranges.get_mut(&key)
+            let Some((key, src)) = key_of(b, i, arr, index) else {
+                continue;
+            };
+            if let Some(e) = ranges.get_mut(&key)
                 && e.0 >= write
             {
                 e.1.push((b, i));
+            } else if src.is_none() {
+                let e = runs
+                    .entry((b, key))
+                    .or_insert((write, Vec::new(), site, index));
+                e.0 |= write;
+                e.1.push((b, i));
+                e.3 = index;
             }
         }
     }
-    if ranges.is_empty() {
+    // A conditional access whose key has a range after all is that range's.
+    runs.retain(|(_, key), _| !ranges.contains_key(key));
+    if ranges.is_empty() && runs.is_empty() {
         return;
     }
     // Range starts: `i0 = i` at the end of the preheader, per induction variable (and
@@ -1279,6 +1299,8 @@ fn coalesce_loop(
         covered.extend(pos.iter().copied());
         stats.loop_covered += pos.len();
     }
+    // (After the ranges' positions are in `covered`: splitting blocks moves them.)
+    let runs_at_exit = place_runs(f, pre, &runs, &ivs, covered, &mut sources, stats);
     // The range checks of `arr`'s groups over the array in `checked`.
     let checks_of = |f: &mut Function, arr: Local, checked: Local, stats: &mut Placement| {
         let mut insts = Vec::new();
@@ -1305,6 +1327,39 @@ fn coalesce_loop(
         insts,
         term: Terminator::Jump(exit),
     });
+    // Then each run's last range, when it holds an element.
+    let mut from = split.index();
+    for (arr, lo, hi, step, write, site) in runs_at_exit {
+        let ne = fresh_local(f, lo);
+        f.locals[ne.index()].ty = Type::Boolean;
+        let check = BlockId(f.blocks.len() as u32);
+        let next = BlockId(f.blocks.len() as u32 + 1);
+        f.blocks[from].insts.push(Inst::Binary {
+            dst: ne,
+            op: BinOp::ICmp(Cmp::Ne),
+            lhs: lo,
+            rhs: hi,
+            site,
+        });
+        f.blocks[from].term = Terminator::Branch {
+            cond: ne,
+            then_to: check,
+            else_to: next,
+        };
+        f.blocks.push(Block {
+            insts: vec![Inst::Check {
+                target: CheckTarget::Range { arr, lo, hi, step },
+                write,
+                site,
+            }],
+            term: Terminator::Jump(next),
+        });
+        f.blocks.push(Block {
+            insts: Vec::new(),
+            term: Terminator::Jump(exit),
+        });
+        from = next.index();
+    }
     if let Terminator::Branch {
         then_to, else_to, ..
     } = &mut f.blocks[h].term
@@ -1368,6 +1423,149 @@ fn coalesce_loop(
             covered.insert((cont.index(), ci - di - 1));
         }
     }
+}
+
+/// A run's exit check: `arr[lo..hi:step]` with its kind and site, when `lo != hi`.
+type RunExit = (Local, Local, Local, u32, bool, SiteId);
+
+/// Runs (§3.5's range checks for accesses that do not run in every iteration): the
+/// accesses of one conditional block to `a[i + c]` (`a` not assigned in the loop, `i`
+/// an induction variable of step `k`) touch an increasing index in the iterations
+/// that run the block. Two locals per run, `lo` and `hi` (0 in the preheader), hold
+/// the elements `lo..hi:k` accessed since the run's last check; after the block's
+/// last access of the run, at index `x`:
+/// `if x != hi { if lo != hi { check a[lo..hi:k] } lo = x } hi = x + k`.
+/// The exit edge checks what is left (the caller, with the returned checks).
+///
+/// Precise as the ranges are: the loop has no synchronization, so each check follows
+/// the accesses it covers with no acquire between, and a run holds only indexes its
+/// accesses touched (with the kind of the check, or a write: the block's accesses run
+/// together), with no release since.
+#[allow(clippy::type_complexity)]
+fn place_runs(
+    f: &mut Function,
+    pre: usize,
+    runs: &BTreeMap<
+        (usize, (Local, Local, Option<Local>, i64)),
+        (bool, Vec<(usize, usize)>, SiteId, Local),
+    >,
+    ivs: &BTreeMap<Local, (usize, usize, i64)>,
+    covered: &mut HashSet<(usize, usize)>,
+    sources: &mut BTreeMap<Local, (usize, usize, SiteId)>,
+    stats: &mut Placement,
+) -> Vec<RunExit> {
+    let mut exits = Vec::new();
+    // Split points: after each run's last access; later ones first, so the earlier
+    // positions of a block stay valid.
+    let mut points: Vec<(usize, usize, Local, Local, u32, bool, SiteId, Local, Local)> = Vec::new();
+    for (&(b, (arr, iv, _, _)), (write, pos, site, index)) in runs {
+        let step = ivs[&iv].2 as u32;
+        let (lo, hi) = (fresh_local(f, iv), fresh_local(f, iv));
+        for x in [lo, hi] {
+            f.blocks[pre].insts.push(Inst::Const {
+                dst: x,
+                value: Const::Int(0),
+            });
+        }
+        let last = pos.iter().map(|p| p.1).max().unwrap_or(0);
+        points.push((b, last, arr, *index, step, *write, *site, lo, hi));
+        covered.extend(pos.iter().copied());
+        stats.loop_covered += pos.len();
+        stats.loop_ranges += 1;
+        stats.checks += 2;
+        exits.push((arr, lo, hi, step, *write, *site));
+    }
+    points.sort_by_key(|p| std::cmp::Reverse((p.0, p.1)));
+    for (b, at, arr, x, step, write, site, lo, hi) in points {
+        let tail: Vec<Inst> = f.blocks[b].insts.split_off(at + 1);
+        let first = f.blocks.len() as u32;
+        let (cont, gap, check, restart) = (
+            BlockId(first),
+            BlockId(first + 1),
+            BlockId(first + 2),
+            BlockId(first + 3),
+        );
+        let bool_local = |f: &mut Function| {
+            let l = fresh_local(f, x);
+            f.locals[l.index()].ty = Type::Boolean;
+            l
+        };
+        let (jumped, nonempty) = (bool_local(f), bool_local(f));
+        let k = fresh_local(f, x);
+        f.blocks[b].insts.push(Inst::Binary {
+            dst: jumped,
+            op: BinOp::ICmp(Cmp::Ne),
+            lhs: x,
+            rhs: hi,
+            site,
+        });
+        let term = std::mem::replace(
+            &mut f.blocks[b].term,
+            Terminator::Branch {
+                cond: jumped,
+                then_to: gap,
+                else_to: cont,
+            },
+        );
+        let mut cont_insts = vec![
+            Inst::Const {
+                dst: k,
+                value: Const::Int(step.into()),
+            },
+            Inst::Binary {
+                dst: hi,
+                op: BinOp::IAdd,
+                lhs: x,
+                rhs: k,
+                site,
+            },
+        ];
+        let shift = cont_insts.len();
+        cont_insts.extend(tail);
+        f.blocks.push(Block {
+            insts: cont_insts,
+            term,
+        });
+        f.blocks.push(Block {
+            insts: vec![Inst::Binary {
+                dst: nonempty,
+                op: BinOp::ICmp(Cmp::Ne),
+                lhs: lo,
+                rhs: hi,
+                site,
+            }],
+            term: Terminator::Branch {
+                cond: nonempty,
+                then_to: check,
+                else_to: restart,
+            },
+        });
+        f.blocks.push(Block {
+            insts: vec![Inst::Check {
+                target: CheckTarget::Range { arr, lo, hi, step },
+                write,
+                site,
+            }],
+            term: Terminator::Jump(restart),
+        });
+        f.blocks.push(Block {
+            insts: vec![Inst::Copy { dst: lo, src: x }],
+            term: Terminator::Jump(cont),
+        });
+        // Positions after the split moved to the continuation block.
+        let moved = |(pb, pi): (usize, usize)| {
+            if pb == b && pi > at {
+                (cont.index(), pi - at - 1 + shift)
+            } else {
+                (pb, pi)
+            }
+        };
+        *covered = covered.iter().map(|p| moved(*p)).collect();
+        for v in sources.values_mut() {
+            (v.0, v.1) = moved((v.0, v.1));
+        }
+    }
+    exits
 }
 
 /// The range checks over `arr` of one group of offsets `base + off` of the induction

@@ -279,6 +279,63 @@ fn arrays_from_fields_second_induction_variables_and_conditional_accesses_become
 }
 
 #[test]
+fn conditional_accesses_alone_become_runs() {
+    // `a[i + 1]` runs in some iterations only, and no access of every iteration
+    // touches its element: a run, checked in the loop when its index jumps and on the
+    // exit edge, never per element.
+    let src = "
+class W {
+    void gaps(int[] a, int lo, int hi) {
+        for (int i = lo; i < hi; i++) { if (i % 5 != 4) { a[i + 1] = a[i + 1] + i; } }
+    }
+    int mixed(int[] a, int[] b, int n) {
+        int s = 0;
+        for (int i = 0; i < n; i++) {
+            s = s + a[i];
+            if (s > 3) { b[i + 1] = s; s = s + a[i]; }
+        }
+        return s;
+    }
+}
+class Main {
+    static void main() {
+        int[] a = new int[64];
+        W w = new W();
+        Thread t1 = fork w.gaps(a, 0, 30);
+        Thread t2 = fork w.gaps(a, 30, 62);
+        t1.join(); t2.join();
+        print(a[1] + a[30] + a[31] + w.mixed(a, new int[65], 64));
+    }
+}";
+    let p = placed(src);
+    assert_eq!(
+        checks_of(&p, "W.gaps"),
+        vec![('W', "range".into()), ('W', "range".into())]
+    );
+    // A run's check splits its block: the accesses after it keep their ranges.
+    assert_eq!(
+        checks_of(&p, "W.mixed"),
+        vec![
+            ('W', "range".into()),
+            ('R', "range".into()),
+            ('W', "range".into())
+        ]
+    );
+    // t1 writes a[1..=29] but a[5], a[10], …, t2 a[31..=62] but a[35], a[40], …:
+    // no element in common (the oracles also compare with fasttrack on every seed).
+    for seed in 1..7 {
+        let (stats, races) = bigfoot_stats(src, seed);
+        assert_eq!(races, 0, "{stats}");
+    }
+    // t1 up to i = 30 writes a[31] too, as t2 does at i = 30: a race on element 31.
+    let racy = src.replace("gaps(a, 0, 30)", "gaps(a, 0, 31)");
+    for seed in 1..7 {
+        let (stats, races) = bigfoot_stats(&racy, seed);
+        assert!(races > 0, "{stats}");
+    }
+}
+
+#[test]
 fn a_field_array_replaced_during_the_loop_keeps_both_arrays_checked() {
     // The worker's loop reads `arr[i]` while main writes both arrays and replaces the
     // field: the ranges over the old array are checked when the change is seen, so
