@@ -897,7 +897,8 @@ fn coalesce(
 /// An access that runs only in some iterations, to an element such an access of the
 /// same iteration touches with a covering kind, needs no check of its own either; the
 /// other such accesses to an array the loop does not assign become runs
-/// ([`place_runs`]).
+/// ([`place_runs`]) when only tests of induction variables and loop-invariant values
+/// lead to their block.
 ///
 /// The array is a local the loop does not assign, or a *field source*: a local the
 /// loop assigns once, from a plain field `o.f` (`o` not assigned in the loop) earlier
@@ -1238,7 +1239,54 @@ fn coalesce_loop(
     // same iteration with a covering kind also touches, are covered by that access's
     // range check too (it follows them with no acquire between).
     // Other such accesses, to an array the loop does not assign, are gathered per
-    // block into *runs* (below).
+    // block into *runs* (below), when every branch that leads to the block in an
+    // iteration tests only the induction variables and values the loop does not
+    // assign (SOR's `j + 1 != n - 1`): such a block runs in long stretches of
+    // iterations, where a test of loaded data (`moldyn`'s cutoff) may make every run
+    // one element long, each costing more than the element check it replaces.
+    let index_only = |x: Local| -> bool {
+        let mut work = vec![x];
+        let mut seen: HashSet<Local> = HashSet::new();
+        while let Some(x) = work.pop() {
+            if ivs.contains_key(&x) || !loop_defs.contains_key(&x) || !seen.insert(x) {
+                continue;
+            }
+            let Some([(db, di)]) = loop_defs.get(&x).map(Vec::as_slice) else {
+                return false;
+            };
+            match f.blocks[*db].insts[*di] {
+                Inst::Const { .. } => {}
+                Inst::Copy { src, .. } => work.push(src),
+                Inst::Binary { lhs, rhs, .. } => work.extend([lhs, rhs]),
+                _ => return false,
+            }
+            if seen.len() > 64 {
+                return false;
+            }
+        }
+        true
+    };
+    let steady = |b: usize| -> bool {
+        let mut work = vec![b];
+        let mut seen: HashSet<usize> = HashSet::new();
+        while let Some(x) = work.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            for &p in &preds[x] {
+                if p == h || !body.contains(&p) {
+                    continue;
+                }
+                if let Terminator::Branch { cond, .. } = f.blocks[p].term
+                    && !index_only(cond)
+                {
+                    return false;
+                }
+                work.push(p);
+            }
+        }
+        true
+    };
     let mut runs: Runs = BTreeMap::new();
     for &b in &conditional {
         for (i, inst) in f.blocks[b].insts.iter().enumerate() {
@@ -1252,7 +1300,7 @@ fn coalesce_loop(
                 && e.0 >= write
             {
                 e.1.push((b, i));
-            } else if src.is_none() {
+            } else if src.is_none() && steady(b) {
                 let e = runs
                     .entry((b, key))
                     .or_insert((write, Vec::new(), site, index));
@@ -1347,17 +1395,14 @@ fn coalesce_loop(
             else_to: next,
         };
         f.blocks.push(Block {
-            insts: vec![Inst::Check {
-                target: CheckTarget::Range { arr, lo, hi, step },
-                write,
-                site,
-            }],
+            insts: Vec::new(),
             term: Terminator::Jump(next),
         });
         f.blocks.push(Block {
             insts: Vec::new(),
             term: Terminator::Jump(exit),
         });
+        run_check(f, check.index(), (arr, lo, hi, step, write, site));
         from = next.index();
     }
     if let Terminator::Branch {
@@ -1472,7 +1517,7 @@ fn place_runs(
         covered.extend(pos.iter().copied());
         stats.loop_covered += pos.len();
         stats.loop_ranges += 1;
-        stats.checks += 2;
+        stats.checks += 4;
         exits.push((arr, lo, hi, step, *write, *site));
     }
     points.sort_by_key(|p| std::cmp::Reverse((p.0, p.1)));
@@ -1541,17 +1586,14 @@ fn place_runs(
             },
         });
         f.blocks.push(Block {
-            insts: vec![Inst::Check {
-                target: CheckTarget::Range { arr, lo, hi, step },
-                write,
-                site,
-            }],
+            insts: Vec::new(),
             term: Terminator::Jump(restart),
         });
         f.blocks.push(Block {
             insts: vec![Inst::Copy { dst: lo, src: x }],
             term: Terminator::Jump(cont),
         });
+        run_check(f, check.index(), (arr, lo, hi, step, write, site));
         // Positions after the split moved to the continuation block.
         let moved = |(pb, pi): (usize, usize)| {
             if pb == b && pi > at {
@@ -1566,6 +1608,59 @@ fn place_runs(
         }
     }
     exits
+}
+
+/// Make the empty block `b` (ending in a jump) check the non-empty run `lo..hi:step`:
+/// a one-element check of `lo` when it holds one element (a condition met only now
+/// and then, as in `moldyn`'s cutoff test: generated code decides it inline like any
+/// element check), else a range check.
+fn run_check(f: &mut Function, b: usize, (arr, lo, hi, step, write, site): RunExit) {
+    let Terminator::Jump(next) = f.blocks[b].term else {
+        unreachable!("a run's check block ends in a jump");
+    };
+    let (k, l1) = (fresh_local(f, lo), fresh_local(f, lo));
+    let one = fresh_local(f, lo);
+    f.locals[one.index()].ty = Type::Boolean;
+    let first = f.blocks.len() as u32;
+    let (elem, range) = (BlockId(first), BlockId(first + 1));
+    f.blocks[b].insts = vec![
+        Inst::Const {
+            dst: k,
+            value: Const::Int(step.into()),
+        },
+        Inst::Binary {
+            dst: l1,
+            op: BinOp::IAdd,
+            lhs: lo,
+            rhs: k,
+            site,
+        },
+        Inst::Binary {
+            dst: one,
+            op: BinOp::ICmp(Cmp::Eq),
+            lhs: l1,
+            rhs: hi,
+            site,
+        },
+    ];
+    f.blocks[b].term = Terminator::Branch {
+        cond: one,
+        then_to: elem,
+        else_to: range,
+    };
+    for target in [
+        CheckTarget::Elem { arr, index: lo },
+        CheckTarget::Range { arr, lo, hi, step },
+    ] {
+        f.blocks.push(Block {
+            insts: vec![Inst::Check {
+                target,
+                write,
+                site,
+            }],
+            term: Terminator::Jump(next),
+        });
+    }
 }
 
 /// The range checks over `arr` of one group of offsets `base + off` of the induction
