@@ -175,7 +175,7 @@ impl ArrayShadow {
     }
 
     /// Convert to fine cells (each element's a copy of the cell that held it).
-    fn to_fine(&mut self, install: Install<'_>) {
+    fn go_fine(&mut self, install: Install<'_>) {
         if let Rep::Classes(k, maps) = &self.rep {
             let k = *k;
             for (c, m) in maps.iter().enumerate() {
@@ -213,14 +213,14 @@ impl ArrayShadow {
                     *k = k2;
                 }
                 Some(_) => {}
-                None => self.to_fine(install),
+                None => self.go_fine(install),
             }
         }
         // Cells that would split too finely: fine cells instead.
         if let Rep::Classes(k, maps) = &self.rep
             && too_fine(maps, *k, ranges, len)
         {
-            self.to_fine(install);
+            self.go_fine(install);
         }
         let Rep::Classes(k, maps) = &mut self.rep else {
             return false;
@@ -706,7 +706,10 @@ mod tests {
                 normalize(&mut ranges);
                 let in_ranges = |e: u32, write: bool| {
                     ranges.iter().any(|x| {
-                        (!write || x.write) && e >= x.lo && e < x.hi && (e - x.lo) % x.step == 0
+                        (!write || x.write)
+                            && e >= x.lo
+                            && e < x.hi
+                            && (e - x.lo).is_multiple_of(x.step)
                     })
                 };
                 let mut seen: Vec<Option<bool>> = vec![None; len as usize];
