@@ -18,12 +18,22 @@
 //! thread end:     final C_t published for join
 //! ```
 //!
+//! The *frontier* `F` is a clock every live thread's clock is at least, now and
+//! from now on (so an access at an epoch `c@u` with `c <= F[u]` happens before every
+//! access still to come): when the last party arrives at a barrier episode while the
+//! parties are all the live threads (counted at fork and thread end), `F := F ⊔ B_g`.
+//! The parties leave with `C_t ⊔ B_g` before they access anything, and any thread
+//! forked later starts from one of theirs. BigFoot forgets array shadow state below
+//! it (`passes::bigfoot::array`).
+//!
 //! Concurrency: `C_t` lives in the thread's own `ThreadState` (only that thread
 //! writes it). The clocks of locks with small ids (the dense ids of traces) live in
 //! a table of [`SpinCell`]s, one per lock; other lock, volatile and barrier clocks
 //! live in sharded maps behind mutexes; the producer's ordering guarantees make each
 //! update happen-before the reads that depend on it, the locks make that a Rust-level
 //! guarantee too.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use hashbrown::HashMap;
 use parking_lot::Mutex;
@@ -41,6 +51,7 @@ fn shard_of(key: u64) -> usize {
 
 struct BarrierEpisode {
     clock: VectorClock,
+    arrived: u32,
     departed: u32,
 }
 
@@ -54,6 +65,11 @@ pub struct Clocks {
     volatiles: [Mutex<HashMap<Loc, VectorClock>>; SHARDS],
     barriers: Mutex<HashMap<(ObjId, u64), BarrierEpisode>>,
     finished: Mutex<HashMap<Tid, VectorClock>>,
+    /// Threads forked (the main thread included) and not ended.
+    live: AtomicU32,
+    /// The frontier (see the module documentation) and how often it advanced.
+    frontier: Mutex<VectorClock>,
+    frontier_advances: AtomicU64,
 }
 
 impl Default for Clocks {
@@ -64,6 +80,9 @@ impl Default for Clocks {
             volatiles: Default::default(),
             barriers: Default::default(),
             finished: Default::default(),
+            live: AtomicU32::new(1),
+            frontier: Default::default(),
+            frontier_advances: AtomicU64::new(0),
         }
     }
 }
@@ -82,6 +101,7 @@ impl Clocks {
 
     /// Fork: returns the child's initial clock and advances the parent.
     pub fn fork(&self, parent: &mut ThreadState, child: Tid) -> VectorClock {
+        self.live.fetch_add(1, Ordering::SeqCst);
         let mut c = parent.vc.clone();
         c.set(child, c.get(child).max(1));
         parent.vc.tick(parent.tid);
@@ -121,6 +141,16 @@ impl Clocks {
             .lock()
             .get(&(barrier, generation))
             .map(|e| &e.clock))
+    }
+
+    /// How often the frontier advanced (cheap: compare before taking it).
+    pub fn frontier_advances(&self) -> u64 {
+        self.frontier_advances.load(Ordering::Acquire)
+    }
+
+    /// The frontier: every live thread's clock is at least it, from now on.
+    pub fn frontier(&self) -> VectorClock {
+        self.frontier.lock().clone()
     }
 
     /// Apply the rule for one event of `t` (no-op for non-synchronization events and
@@ -168,16 +198,25 @@ impl Clocks {
             EventKind::BarrierEnter {
                 barrier,
                 generation,
-                ..
+                parties,
             } => {
                 let mut b = self.barriers.lock();
-                b.entry((barrier, generation))
+                let ep = b
+                    .entry((barrier, generation))
                     .or_insert_with(|| BarrierEpisode {
                         clock: VectorClock::new(),
+                        arrived: 0,
                         departed: 0,
-                    })
-                    .clock
-                    .join(&t.vc);
+                    });
+                ep.clock.join(&t.vc);
+                ep.arrived += 1;
+                // The last arrival: the other parties wait in the barrier (no
+                // departure before every arrival is delivered), so if they are all
+                // the live threads, none can fork, end or access before it leaves.
+                if ep.arrived == parties && self.live.load(Ordering::SeqCst) == parties {
+                    self.frontier.lock().join(&ep.clock);
+                    self.frontier_advances.fetch_add(1, Ordering::Release);
+                }
             }
             EventKind::BarrierExit {
                 barrier,
@@ -196,6 +235,7 @@ impl Clocks {
             }
             EventKind::ThreadEnd => {
                 self.finished.lock().insert(t.tid, t.vc.clone());
+                self.live.fetch_sub(1, Ordering::SeqCst);
             }
             _ => {}
         }

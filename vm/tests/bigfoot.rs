@@ -600,6 +600,42 @@ fn element_checks_on_a_fine_shadow_go_straight_to_the_cells() {
 }
 
 #[test]
+fn a_barrier_of_some_threads_forgets_nothing_another_thread_may_race_with() {
+    // Two workers meet at barriers while main, which is not a party, writes the
+    // element worker 0 wrote before them: the barriers must not make worker 0's write
+    // dead (only a barrier of every live thread advances the frontier), so bigfoot
+    // reports the race as fasttrack does, whenever main's check comes.
+    let src = "
+class W {
+    int[] a;
+    Barrier b;
+    int id;
+    W(int[] a, Barrier b, int id) { this.a = a; this.b = b; this.id = id; }
+    void run() {
+        for (int i = id * 8; i < id * 8 + 8; i++) { a[i] = 1; }
+        for (int k = 0; k < 4; k++) { b.await(); }
+    }
+}
+class Main {
+    static void main() {
+        int[] a = new int[16];
+        Barrier b = new Barrier(2);
+        Thread t0 = fork new W(a, b, 0).run();
+        Thread t1 = fork new W(a, b, 1).run();
+        int s = 0;
+        for (int k = 0; k < 50; k++) { s = s + k; }
+        a[3] = s;
+        t0.join(); t1.join();
+        print(a[3]);
+    }
+}";
+    for seed in 1..9 {
+        let (stats, races) = bigfoot_stats(src, seed);
+        assert!(races > 0, "{stats}");
+    }
+}
+
+#[test]
 fn overlapping_ranges_race_and_agree_with_fasttrack() {
     for seed in 1..4 {
         let (_, races) = bigfoot_stats(&slices(0, 40, 30, 64, 1), seed);

@@ -25,6 +25,11 @@
 //!   saw it fine ([`ArrayShadow::is_fine`]) checks elements at once, without the
 //!   array's lock and without a footprint.
 //!
+//! Cells also merge: after a commit's checks, neighbours of one class that hold the
+//! same state; and once per advance of the frontier (`crate::clocks`), cells whose
+//! every epoch is below it become empty ([`ArrayShadow::forget`]), and empty
+//! neighbours merge. Both are lossless for every later verdict.
+//!
 //! Refinement is lossless: a new cell starts as a copy of the cell that held its
 //! elements. A cell is only checked when the footprint covers all of it, and covers it
 //! uniformly (all written, or all accessed and none written): a check of a partly
@@ -34,6 +39,8 @@
 //! the same epoch returns at once, [`Cell::read`]).
 
 use std::collections::BTreeMap;
+
+use smallvec::SmallVec;
 
 use super::cell::Cell;
 
@@ -88,6 +95,9 @@ enum Rep {
 /// Strides past which an array goes fine rather than to more residue classes.
 const MAX_CLASSES: u32 = 64;
 
+/// Single elements in one commit past which an array goes fine.
+const SCATTERED: usize = 64;
+
 /// Cells past which intervals are converted to one cell per element: when the
 /// average interval would hold fewer than 32 elements (a commit then costs about as
 /// much per element as with fine cells, plus the ordered map's overhead).
@@ -130,6 +140,8 @@ pub fn fine_touches(ranges: &[Range]) -> impl Iterator<Item = Touched> + '_ {
 pub struct ArrayShadow {
     len: u32,
     rep: Rep,
+    /// The frontier advance the cells were last compacted at ([`ArrayShadow::forget`]).
+    compacted: u64,
 }
 
 /// A touched cell: its elements `lo..hi:step`, whether it is written, and the index of
@@ -148,6 +160,38 @@ impl ArrayShadow {
         ArrayShadow {
             len,
             rep: Rep::Classes(1, vec![std::iter::once((0, Cell::default())).collect()]),
+            compacted: 0,
+        }
+    }
+
+    /// Forget the state below the frontier `f` (advance number `advance`, see
+    /// `crate::clocks`): dead cells ([`Cell::is_dead`]) become empty, and neighbours
+    /// of one class that are both empty become one cell. Lossless for every later
+    /// verdict: a dead cell decides every later check as an empty one does. Keeps a
+    /// shadow whose old bounds no longer matter coarse (LU factorization's columns:
+    /// the rows above the pivot, each last written in its own earlier phase).
+    /// Once per frontier advance.
+    pub fn forget(&mut self, advance: u64, f: &crate::vc::VectorClock) {
+        if advance <= self.compacted {
+            return;
+        }
+        self.compacted = advance;
+        let Rep::Classes(_, maps) = &mut self.rep else {
+            return;
+        };
+        for m in maps.iter_mut() {
+            if m.len() == 1 && m.values().all(Cell::is_empty) {
+                continue;
+            }
+            let mut prev_empty = false;
+            m.retain(|_, c| {
+                if !c.is_empty() && c.is_dead(f) {
+                    *c = Cell::default();
+                }
+                let keep = !(prev_empty && c.is_empty());
+                prev_empty = c.is_empty();
+                keep
+            });
         }
     }
 
@@ -204,6 +248,46 @@ impl ArrayShadow {
         mut check: impl FnMut(Touched, &mut Cell),
     ) -> bool {
         let len = self.len;
+        // A few elements far apart (a footprint merges two single elements into a
+        // range of their distance: LU's row swaps) are single elements here, which fit
+        // any classes; each keeps the index of its range.
+        let k0 = match &self.rep {
+            Rep::Classes(k, _) => *k,
+            Rep::Fine => 1,
+        };
+        let tiny = |r: &Range| r.count() > 1 && r.count() <= 4 && !k0.is_multiple_of(r.step);
+        // (The expanded ranges, and the index of the footprint range of each.)
+        let (ranges, origin): (std::borrow::Cow<'_, [Range]>, Option<Vec<usize>>) =
+            if ranges.iter().any(tiny) {
+                let expanded: Vec<(Range, usize)> = ranges
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, r)| {
+                        let n = if tiny(r) { r.count() } else { 1 };
+                        (0..n).map(move |j| {
+                            let x = if n > 1 {
+                                let e = r.lo + j * r.step;
+                                Range {
+                                    lo: e,
+                                    hi: e + 1,
+                                    step: 1,
+                                    write: r.write,
+                                }
+                            } else {
+                                *r
+                            };
+                            (x, i)
+                        })
+                    })
+                    .collect();
+                (
+                    expanded.iter().map(|p| p.0).collect(),
+                    Some(expanded.iter().map(|p| p.1).collect()),
+                )
+            } else {
+                (ranges.into(), None)
+            };
+        let ranges = &ranges[..];
         if let Rep::Classes(k, maps) = &mut self.rep {
             // More residue classes when a strided range does not fit the current ones
             // (every element keeps its cell's state: lossless).
@@ -216,9 +300,13 @@ impl ArrayShadow {
                 None => self.go_fine(install),
             }
         }
-        // Cells that would split too finely: fine cells instead.
+        // Cells that would split too finely, or a footprint of many scattered
+        // elements (element checks, which generated code decides on fine cells
+        // inline, and which the shadow would split and merge again at every commit):
+        // fine cells instead.
+        let scattered = ranges.iter().filter(|r| r.count() == 1).count() > SCATTERED;
         if let Rep::Classes(k, maps) = &self.rep
-            && too_fine(maps, *k, ranges, len)
+            && (scattered || too_fine(maps, *k, ranges, len))
         {
             self.go_fine(install);
         }
@@ -237,7 +325,8 @@ impl ArrayShadow {
         }
         // Touched cells, by (class, first q): written if any range touching it writes.
         let mut kinds: BTreeMap<(u32, u32), (bool, usize)> = BTreeMap::new();
-        for (i, r) in ranges.iter().enumerate() {
+        for (j, r) in ranges.iter().enumerate() {
+            let i = origin.as_ref().map_or(j, |o| o[j]);
             for sp in spans(r, k) {
                 let m = &maps[sp.class as usize];
                 if sp.step == 1 {
@@ -251,6 +340,14 @@ impl ArrayShadow {
                         q = q.saturating_add(sp.step);
                     }
                 }
+            }
+        }
+        // The span of touched cells per class, to merge equal neighbours in after.
+        let mut spans_touched: SmallVec<[(u32, (u32, u32)); 2]> = SmallVec::new();
+        for &(c, s) in kinds.keys() {
+            match spans_touched.last_mut() {
+                Some((lc, e)) if *lc == c => e.1 = s,
+                _ => spans_touched.push((c, (s, s))),
             }
         }
         for ((c, s), (write, i)) in kinds {
@@ -269,6 +366,12 @@ impl ArrayShadow {
             if let Some(cell) = m.get_mut(&s) {
                 check(t, cell);
             }
+        }
+        // Neighbours that hold the same state are one cell (a row-major loop over a
+        // matrix's columns commits a few elements of each at a time, all written at
+        // one epoch by one site).
+        for (c, (lo, hi)) in spans_touched {
+            merge_equal(&mut maps[c as usize], lo, hi);
         }
         true
     }
@@ -321,10 +424,10 @@ fn fits_contiguously(r: &Range, k: u32) -> bool {
 }
 
 /// The range's elements per residue class modulo `k` (it [`fits`]).
-fn spans(r: &Range, k: u32) -> Vec<Span> {
+fn spans(r: &Range, k: u32) -> SmallVec<[Span; 2]> {
     if r.count() == 1 || r.step.is_multiple_of(k) {
         let last = r.lo + (r.count() - 1) * r.step;
-        return vec![Span {
+        return smallvec::smallvec![Span {
             class: r.lo % k,
             lo: r.lo / k,
             hi: last / k + 1,
@@ -419,6 +522,20 @@ fn too_fine(maps: &[BTreeMap<u32, Cell>], k: u32, ranges: &[Range], len: u32) ->
     if cells > limit {
         return true;
     }
+    // At most two new bounds per class a contiguous range touches.
+    let most: usize = ranges
+        .iter()
+        .map(|r| {
+            if fits_contiguously(r, k) {
+                2 * k.min(r.count()) as usize
+            } else {
+                usize::MAX / 2 / ranges.len().max(1)
+            }
+        })
+        .sum();
+    if cells + most <= limit {
+        return false;
+    }
     let mut new: std::collections::BTreeSet<(u32, u32)> = Default::default();
     for r in ranges {
         for sp in spans(r, k) {
@@ -443,6 +560,25 @@ fn mark(kinds: &mut BTreeMap<(u32, u32), (bool, usize)>, c: (u32, u32), write: b
     let e = kinds.entry(c).or_insert((write, i));
     if write && !e.0 {
         *e = (true, i);
+    }
+}
+
+/// Merge the cells from the one before `lo` to the one after `hi` into their
+/// predecessors where they hold the same state (the same epochs and the same
+/// accesses: lossless, reports included).
+fn merge_equal(m: &mut BTreeMap<u32, Cell>, lo: u32, hi: u32) {
+    let from = m.range(..lo).next_back().map_or(lo, |(s, _)| *s);
+    let to = m.range(hi + 1..).next().map_or(hi, |(s, _)| *s);
+    let mut equal = Vec::new();
+    let mut prev: Option<&Cell> = None;
+    for (s, c) in m.range(from..=to) {
+        if prev == Some(c) {
+            equal.push(*s);
+        }
+        prev = Some(c);
+    }
+    for s in equal {
+        m.remove(&s);
     }
 }
 
@@ -574,30 +710,36 @@ mod tests {
             vec![(0, 50, 1, true)]
         );
         assert_eq!(a.mode(), Mode::Intervals);
-        // A triangular sequence of footprints: one cell per bound, one check each.
+        // A triangular sequence of footprints: split at each bound, one check per
+        // cell; here every check is in one epoch (the reads of the written half leave
+        // it as it was), so the cells merge again into the written and the read half.
         for k in 1..10 {
             assert_eq!(
                 touched(&mut a, &[r(k, 100, 1, false)]).len(),
                 if k < 50 { 2 } else { 1 }
             );
         }
-        assert_eq!(a.cells(), 11);
+        assert_eq!(a.cells(), 2);
         let mut b = ArrayShadow::new(100);
         assert_eq!(
             touched(&mut b, &[r(1, 100, 2, true)]),
             vec![(1, 100, 2, true)]
         );
         assert_eq!(b.mode(), Mode::Stride(2));
-        // A contiguous footprint splits each class at its bounds.
+        // A contiguous footprint splits each class at its bounds (the odd element,
+        // written in this epoch, keeps its state and merges back).
         assert_eq!(
             touched(&mut b, &[r(4, 6, 1, false)]),
             vec![(4, 5, 2, false), (5, 6, 2, false)]
         );
         assert_eq!(b.mode(), Mode::Stride(2));
-        assert_eq!(b.cells(), 6);
-        // A stride that fits no number of classes up to 64: one cell per element, each
-        // a copy of its class's cell.
+        assert_eq!(b.cells(), 4);
+        // A few elements far apart are single elements: they fit any classes.
         assert_eq!(touched(&mut b, &[r(0, 100, 97, false)]).len(), 2);
+        assert_eq!(b.mode(), Mode::Stride(2));
+        // A stride whose classes (38) would be more cells than the limit: one cell per
+        // element, each a copy of its class's cell.
+        assert_eq!(touched(&mut b, &[r(0, 100, 19, false)]).len(), 6);
         assert_eq!(b.mode(), Mode::Fine);
     }
 
@@ -691,9 +833,24 @@ mod tests {
             let mut t = crate::thread::ThreadState::new(0, crate::clocks::Clocks::initial(0));
             // Per element: the clocks of its last write and last read-only check.
             let mut model: Vec<(u32, u32)> = vec![(0, 0); len as usize];
+            // The frontier: below it, state is forgotten (and so is the model's).
+            let (mut advance, mut frontier) = (0u64, crate::vc::VectorClock::new());
             for _ in 0..30 {
                 t.vc.tick(0);
                 let now = t.epoch().clock;
+                if next(4) == 0 {
+                    let f = now - 1 - next(3).min(now - 1);
+                    if f > frontier.get(0) {
+                        frontier.set(0, f);
+                        advance += 1;
+                        a.forget(advance, &frontier);
+                        for m in &mut model {
+                            if m.0 <= f && m.1 <= f {
+                                *m = (0, 0);
+                            }
+                        }
+                    }
+                }
                 let mut ranges: Vec<Range> = (0..1 + next(3))
                     .map(|_| {
                         let lo = next(len);
@@ -777,6 +934,68 @@ mod tests {
             }
         }
         assert_eq!(modes.len(), 4, "{modes:?}");
+    }
+
+    #[test]
+    fn forgetting_dead_state_and_merging_equal_cells_keeps_columns_coarse() {
+        // LU's column: in phase k the thread writes k..len, the phases separated by
+        // barriers that advance the frontier to the previous phase.
+        let mut a = ArrayShadow::new(100);
+        let mut t = crate::thread::ThreadState::new(0, crate::clocks::Clocks::initial(0));
+        let mut frontier = crate::vc::VectorClock::new();
+        for k in 0..60u32 {
+            t.vc.tick(0);
+            a.forget(u64::from(k) + 1, &frontier);
+            let acc = crate::passes::shadow::Acc {
+                tid: 0,
+                op: crate::event::Op::Write,
+                site: Default::default(),
+                ctx: Default::default(),
+                index: 0,
+            };
+            let fine = !a.commit(&[r(k, 100, 1, true)], &mut |_, _| {}, |_, c| {
+                c.write(&t, acc, &mut Vec::new());
+            });
+            assert!(!fine);
+            assert!(a.cells() <= 3, "phase {k}: {} cells", a.cells());
+            frontier.set(0, t.epoch().clock);
+        }
+        // Without the frontier the cells pile up until the shadow goes fine.
+        let mut b = ArrayShadow::new(100);
+        for k in 0..60u32 {
+            t.vc.tick(0);
+            let acc = crate::passes::shadow::Acc {
+                tid: 0,
+                op: crate::event::Op::Write,
+                site: Default::default(),
+                ctx: Default::default(),
+                index: 0,
+            };
+            b.commit(&[r(k, 100, 1, true)], &mut |_, _| {}, |_, c| {
+                c.write(&t, acc, &mut Vec::new());
+            });
+        }
+        assert!(b.is_fine());
+        // Elements written a few at a time at one epoch by one site: one cell.
+        let mut c = ArrayShadow::new(1000);
+        t.vc.tick(0);
+        let acc = crate::passes::shadow::Acc {
+            tid: 0,
+            op: crate::event::Op::Write,
+            site: Default::default(),
+            ctx: Default::default(),
+            index: 0,
+        };
+        for i in 0..250 {
+            c.commit(
+                &[r(4 * i, 4 * i + 4, 1, true)],
+                &mut |_, _| {},
+                |_, cell| {
+                    cell.write(&t, acc, &mut Vec::new());
+                },
+            );
+        }
+        assert_eq!(c.mode(), Mode::Coarse);
     }
 
     #[test]

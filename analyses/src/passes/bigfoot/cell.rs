@@ -12,7 +12,7 @@ use crate::vc::Epoch;
 
 /// Where a check was made (the thread is its epoch's, the operation the field's):
 /// 8 bytes instead of a whole [`Acc`], so a cell stays small.
-#[derive(Copy, Clone, Debug, Default)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 struct Who {
     site: SiteId,
     ctx: CtxId,
@@ -38,7 +38,7 @@ impl Who {
 
 /// The reads of a cell: one epoch while they are totally ordered, else the read
 /// clock of every reader (FT2 never returns to an epoch).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 enum Reads {
     #[default]
     None,
@@ -46,7 +46,7 @@ enum Reads {
     Shared(Box<[Option<(u32, Who)>]>),
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Cell {
     w: Option<(Epoch, Who)>,
     r: Reads,
@@ -62,6 +62,23 @@ impl Cell {
     /// No check reached the cell yet.
     pub fn is_empty(&self) -> bool {
         self.w.is_none() && matches!(self.r, Reads::None)
+    }
+
+    /// Whether every access the cell remembers happens before every access still to
+    /// come (its epochs are all below the frontier `f`, `crate::clocks`): then no
+    /// later check can race with them or apply a same-epoch rule to them, and the
+    /// cell decides every later check as an empty cell would.
+    pub fn is_dead(&self, f: &crate::vc::VectorClock) -> bool {
+        let below = |e: &crate::vc::Epoch| e.clock <= f.get(e.tid);
+        self.w.is_none_or(|(e, _)| below(&e))
+            && match &self.r {
+                Reads::None => true,
+                Reads::Epoch(e, _) => below(e),
+                Reads::Shared(v) => v
+                    .iter()
+                    .enumerate()
+                    .all(|(u, x)| x.is_none_or(|(c, _)| c <= f.get(u as u32))),
+            }
     }
 
     /// The cell's state: the last write, the reads (an epoch per reader) and whether

@@ -65,6 +65,8 @@ struct BfLocal {
     fine: FineCache,
     /// Read ranges this thread checked on fine shadows since its last synchronization.
     reads: ReadMemo,
+    /// The frontier (`crate::clocks`) as of its advance number, taken at a commit.
+    frontier: (u64, crate::vc::VectorClock),
 }
 
 /// The latest read ranges a thread checked on fine shadows in its current epoch.
@@ -451,8 +453,10 @@ impl BigFoot {
             // A fine shadow: check the elements at once (the check is legitimate and
             // covering where the compiler placed it), unless they are reads this
             // thread checked already in this epoch.
+            // (Not a one-element check: generated code decides those on the cell,
+            // and both tiers must count alike.)
             let mut range = (r.lo, r.hi, r.step);
-            if !r.write {
+            if !r.write && r.count() > 1 {
                 let Some(left) = l.reads.unchecked(loc.obj, range) else {
                     l.counts.memo_reads += u64::from(r.count());
                     return;
@@ -553,6 +557,10 @@ impl BigFoot {
         }
         l.fine.uncover();
         l.counts.commits += 1;
+        let advance = self.shared.clocks.frontier_advances();
+        if advance != l.frontier.0 {
+            l.frontier = (advance, self.shared.clocks.frontier());
+        }
         let mut fp = std::mem::take(&mut l.footprint);
         fp.sort_by_key(|e| e.arr);
         let mut i = 0;
@@ -584,6 +592,7 @@ impl BigFoot {
                 })
                 .collect();
             let counts = &mut l.counts;
+            let frontier = &l.frontier;
             // A cell going fine: its state, computed once for the elements it held.
             let mut last: Option<(*const Cell, array::CellState)> = None;
             let mut install = |e: u32, cell: &Cell| {
@@ -600,6 +609,7 @@ impl BigFoot {
                 key,
                 || Box::new(ArrayShadow::new(len)),
                 |a| {
+                    a.forget(frontier.0, &frontier.1);
                     is_fine = !a.commit(&ranges, &mut install, |tc, cell| {
                         let cur = Acc {
                             op: if tc.write { Op::Write } else { Op::Read },
