@@ -695,9 +695,7 @@ mod tests {
         let mut stack: Vec<u64> = Vec::new();
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         for step in 0..5000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            crate::xorshift(&mut seed);
             let before = stack.clone();
             match seed % 4 {
                 0 | 1 if stack.len() < 6 => stack.push(frames[(seed >> 8) as usize % 6]),

@@ -30,6 +30,15 @@ pub mod trace;
 pub mod txgraph;
 pub mod vc;
 
+/// Xorshift64: the unit tests' reproducible random numbers.
+#[cfg(test)]
+pub(crate) fn xorshift(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
 pub use chain::{Chain, ChainError};
 pub use event::{Event, EventKind, Loc, MethodId, ObjId, Op, SiteId, Spec, Tid};
 pub use pass::{Flow, Pass};

@@ -1377,32 +1377,13 @@ fn coalesce_loop(
     });
     // Then each run's last range, when it holds an element.
     let mut from = split.index();
-    for (arr, lo, hi, step, write, site) in runs_at_exit {
-        let ne = fresh_local(f, lo);
-        f.locals[ne.index()].ty = Type::Boolean;
-        let check = BlockId(f.blocks.len() as u32);
-        let next = BlockId(f.blocks.len() as u32 + 1);
-        f.blocks[from].insts.push(Inst::Binary {
-            dst: ne,
-            op: BinOp::ICmp(Cmp::Ne),
-            lhs: lo,
-            rhs: hi,
-            site,
-        });
-        f.blocks[from].term = Terminator::Branch {
-            cond: ne,
-            then_to: check,
-            else_to: next,
-        };
-        f.blocks.push(Block {
-            insts: Vec::new(),
-            term: Terminator::Jump(next),
-        });
+    for run in runs_at_exit {
+        let next = BlockId(f.blocks.len() as u32);
         f.blocks.push(Block {
             insts: Vec::new(),
             term: Terminator::Jump(exit),
         });
-        run_check(f, check.index(), (arr, lo, hi, step, write, site));
+        check_run_if_any(f, from, run, next);
         from = next.index();
     }
     if let Terminator::Branch {
@@ -1524,18 +1505,9 @@ fn place_runs(
     for (b, at, arr, x, step, write, site, lo, hi) in points {
         let tail: Vec<Inst> = f.blocks[b].insts.split_off(at + 1);
         let first = f.blocks.len() as u32;
-        let (cont, gap, check, restart) = (
-            BlockId(first),
-            BlockId(first + 1),
-            BlockId(first + 2),
-            BlockId(first + 3),
-        );
-        let bool_local = |f: &mut Function| {
-            let l = fresh_local(f, x);
-            f.locals[l.index()].ty = Type::Boolean;
-            l
-        };
-        let (jumped, nonempty) = (bool_local(f), bool_local(f));
+        let (cont, gap, restart) = (BlockId(first), BlockId(first + 1), BlockId(first + 2));
+        let jumped = fresh_local(f, x);
+        f.locals[jumped.index()].ty = Type::Boolean;
         let k = fresh_local(f, x);
         f.blocks[b].insts.push(Inst::Binary {
             dst: jumped,
@@ -1572,20 +1544,6 @@ fn place_runs(
             term,
         });
         f.blocks.push(Block {
-            insts: vec![Inst::Binary {
-                dst: nonempty,
-                op: BinOp::ICmp(Cmp::Ne),
-                lhs: lo,
-                rhs: hi,
-                site,
-            }],
-            term: Terminator::Branch {
-                cond: nonempty,
-                then_to: check,
-                else_to: restart,
-            },
-        });
-        f.blocks.push(Block {
             insts: Vec::new(),
             term: Terminator::Jump(restart),
         });
@@ -1593,7 +1551,7 @@ fn place_runs(
             insts: vec![Inst::Copy { dst: lo, src: x }],
             term: Terminator::Jump(cont),
         });
-        run_check(f, check.index(), (arr, lo, hi, step, write, site));
+        check_run_if_any(f, gap.index(), (arr, lo, hi, step, write, site), restart);
         // Positions after the split moved to the continuation block.
         let moved = |(pb, pi): (usize, usize)| {
             if pb == b && pi > at {
@@ -1608,6 +1566,32 @@ fn place_runs(
         }
     }
     exits
+}
+
+/// End block `from` with: if the run `lo..hi:step` holds an element, check it; then
+/// go on to `then`.
+fn check_run_if_any(f: &mut Function, from: usize, run: RunExit, then: BlockId) {
+    let (_, lo, hi, _, _, site) = run;
+    let any = fresh_local(f, lo);
+    f.locals[any.index()].ty = Type::Boolean;
+    let check = BlockId(f.blocks.len() as u32);
+    f.blocks[from].insts.push(Inst::Binary {
+        dst: any,
+        op: BinOp::ICmp(Cmp::Ne),
+        lhs: lo,
+        rhs: hi,
+        site,
+    });
+    f.blocks[from].term = Terminator::Branch {
+        cond: any,
+        then_to: check,
+        else_to: then,
+    };
+    f.blocks.push(Block {
+        insts: Vec::new(),
+        term: Terminator::Jump(then),
+    });
+    run_check(f, check.index(), run);
 }
 
 /// Make the empty block `b` (ending in a jump) check the non-empty run `lo..hi:step`:

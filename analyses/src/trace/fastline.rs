@@ -329,12 +329,7 @@ mod tests {
     fn vector_and_scalar_shapes_agree() {
         let alphabet: &[u8] = b"|(),#rwacql0123456789Tv_ \t\n\x7f\xc3\x01";
         let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = || crate::xorshift(&mut seed);
         let templates: [&[u8]; 6] = [
             b"T1|r(V1)|12",
             b"T12|acq(L3)|4294967295",

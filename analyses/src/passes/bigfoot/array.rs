@@ -813,12 +813,7 @@ mod tests {
     #[test]
     fn refinement_is_lossless_legitimate_and_covering() {
         let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u32| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % u64::from(n)) as u32
-        };
+        let mut next = |n: u32| (crate::xorshift(&mut seed) % u64::from(n)) as u32;
         let acc = crate::passes::shadow::Acc {
             tid: 0,
             op: crate::event::Op::Read,
@@ -938,47 +933,7 @@ mod tests {
 
     #[test]
     fn forgetting_dead_state_and_merging_equal_cells_keeps_columns_coarse() {
-        // LU's column: in phase k the thread writes k..len, the phases separated by
-        // barriers that advance the frontier to the previous phase.
-        let mut a = ArrayShadow::new(100);
         let mut t = crate::thread::ThreadState::new(0, crate::clocks::Clocks::initial(0));
-        let mut frontier = crate::vc::VectorClock::new();
-        for k in 0..60u32 {
-            t.vc.tick(0);
-            a.forget(u64::from(k) + 1, &frontier);
-            let acc = crate::passes::shadow::Acc {
-                tid: 0,
-                op: crate::event::Op::Write,
-                site: Default::default(),
-                ctx: Default::default(),
-                index: 0,
-            };
-            let fine = !a.commit(&[r(k, 100, 1, true)], &mut |_, _| {}, |_, c| {
-                c.write(&t, acc, &mut Vec::new());
-            });
-            assert!(!fine);
-            assert!(a.cells() <= 3, "phase {k}: {} cells", a.cells());
-            frontier.set(0, t.epoch().clock);
-        }
-        // Without the frontier the cells pile up until the shadow goes fine.
-        let mut b = ArrayShadow::new(100);
-        for k in 0..60u32 {
-            t.vc.tick(0);
-            let acc = crate::passes::shadow::Acc {
-                tid: 0,
-                op: crate::event::Op::Write,
-                site: Default::default(),
-                ctx: Default::default(),
-                index: 0,
-            };
-            b.commit(&[r(k, 100, 1, true)], &mut |_, _| {}, |_, c| {
-                c.write(&t, acc, &mut Vec::new());
-            });
-        }
-        assert!(b.is_fine());
-        // Elements written a few at a time at one epoch by one site: one cell.
-        let mut c = ArrayShadow::new(1000);
-        t.vc.tick(0);
         let acc = crate::passes::shadow::Acc {
             tid: 0,
             op: crate::event::Op::Write,
@@ -986,14 +941,35 @@ mod tests {
             ctx: Default::default(),
             index: 0,
         };
+        // Writes of `lo..hi` by thread 0 now; whether the shadow is still not fine.
+        let write = |a: &mut ArrayShadow, t: &crate::thread::ThreadState, lo: u32, hi: u32| {
+            a.commit(&[r(lo, hi, 1, true)], &mut |_, _| {}, |_, c| {
+                c.write(t, acc, &mut Vec::new());
+            })
+        };
+        // LU's column: in phase k the thread writes k..len, the phases separated by
+        // barriers that advance the frontier to the previous phase.
+        let mut a = ArrayShadow::new(100);
+        let mut frontier = crate::vc::VectorClock::new();
+        for k in 0..60u32 {
+            t.vc.tick(0);
+            a.forget(u64::from(k) + 1, &frontier);
+            assert!(write(&mut a, &t, k, 100));
+            assert!(a.cells() <= 3, "phase {k}: {} cells", a.cells());
+            frontier.set(0, t.epoch().clock);
+        }
+        // Without the frontier the cells pile up until the shadow goes fine.
+        let mut b = ArrayShadow::new(100);
+        for k in 0..60u32 {
+            t.vc.tick(0);
+            write(&mut b, &t, k, 100);
+        }
+        assert!(b.is_fine());
+        // Elements written a few at a time at one epoch by one site: one cell.
+        let mut c = ArrayShadow::new(1000);
+        t.vc.tick(0);
         for i in 0..250 {
-            c.commit(
-                &[r(4 * i, 4 * i + 4, 1, true)],
-                &mut |_, _| {},
-                |_, cell| {
-                    cell.write(&t, acc, &mut Vec::new());
-                },
-            );
+            write(&mut c, &t, 4 * i, 4 * i + 4);
         }
         assert_eq!(c.mode(), Mode::Coarse);
     }

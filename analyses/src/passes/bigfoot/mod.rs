@@ -831,12 +831,7 @@ mod tests {
     fn read_memo_skips_only_checked_elements() {
         let elems = |(lo, hi, step): (u32, u32, u32)| (lo..hi).step_by(step as usize);
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u32| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % u64::from(n)) as u32
-        };
+        let mut next = |n: u32| (crate::xorshift(&mut seed) % u64::from(n)) as u32;
         let mut skipped = 0usize;
         for _ in 0..200 {
             let mut memo = ReadMemo::default();
