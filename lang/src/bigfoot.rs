@@ -1418,14 +1418,7 @@ fn coalesce_loop(
         let tail: Vec<Inst> = f.blocks[b].insts.split_off(di + 1);
         let cont = BlockId(f.blocks.len() as u32);
         let flush_b = BlockId(f.blocks.len() as u32 + 1);
-        let term = std::mem::replace(
-            &mut f.blocks[b].term,
-            Terminator::Branch {
-                cond: changed,
-                then_to: flush_b,
-                else_to: cont,
-            },
-        );
+        let term = branch_at_end(f, b, changed, flush_b, cont);
         f.blocks[b].insts.push(Inst::Binary {
             dst: changed,
             op: BinOp::RefNe,
@@ -1516,14 +1509,7 @@ fn place_runs(
             rhs: hi,
             site,
         });
-        let term = std::mem::replace(
-            &mut f.blocks[b].term,
-            Terminator::Branch {
-                cond: jumped,
-                then_to: gap,
-                else_to: cont,
-            },
-        );
+        let term = branch_at_end(f, b, jumped, gap, cont);
         let mut cont_insts = vec![
             Inst::Const {
                 dst: k,
@@ -1568,6 +1554,24 @@ fn place_runs(
     exits
 }
 
+/// End block `b` with a branch on `cond`; returns its terminator before.
+fn branch_at_end(
+    f: &mut Function,
+    b: usize,
+    cond: Local,
+    then: BlockId,
+    other: BlockId,
+) -> Terminator {
+    std::mem::replace(
+        &mut f.blocks[b].term,
+        Terminator::Branch {
+            cond,
+            then_to: then,
+            else_to: other,
+        },
+    )
+}
+
 /// End block `from` with: if the run `lo..hi:step` holds an element, check it; then
 /// go on to `then`.
 fn check_run_if_any(f: &mut Function, from: usize, run: RunExit, then: BlockId) {
@@ -1582,11 +1586,7 @@ fn check_run_if_any(f: &mut Function, from: usize, run: RunExit, then: BlockId) 
         rhs: hi,
         site,
     });
-    f.blocks[from].term = Terminator::Branch {
-        cond: any,
-        then_to: check,
-        else_to: then,
-    };
+    branch_at_end(f, from, any, check, then);
     f.blocks.push(Block {
         insts: Vec::new(),
         term: Terminator::Jump(then),

@@ -656,6 +656,17 @@ mod tests {
         }
     }
 
+    /// A check by thread 0 at the default site.
+    fn acc(op: crate::event::Op) -> crate::passes::shadow::Acc {
+        crate::passes::shadow::Acc {
+            tid: 0,
+            op,
+            site: Default::default(),
+            ctx: Default::default(),
+            index: 0,
+        }
+    }
+
     /// The cells a commit checks (a fine shadow's: its element checks), and the
     /// number of cells installed when it went fine.
     fn touched_installed(
@@ -666,13 +677,7 @@ mod tests {
         let mut installed = 0;
         // Checks by thread 0, so that checked cells have state.
         let t0 = crate::thread::ThreadState::new(0, crate::clocks::Clocks::initial(0));
-        let acc = crate::passes::shadow::Acc {
-            tid: 0,
-            op: crate::event::Op::Read,
-            site: Default::default(),
-            ctx: Default::default(),
-            index: 0,
-        };
+        let acc = acc(crate::event::Op::Read);
         let checked = a.commit(ranges, &mut |_, _| installed += 1, |t, c| {
             let mut races = Vec::new();
             if t.write {
@@ -814,13 +819,7 @@ mod tests {
     fn refinement_is_lossless_legitimate_and_covering() {
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut next = |n: u32| (crate::xorshift(&mut seed) % u64::from(n)) as u32;
-        let acc = crate::passes::shadow::Acc {
-            tid: 0,
-            op: crate::event::Op::Read,
-            site: Default::default(),
-            ctx: Default::default(),
-            index: 0,
-        };
+        let acc = acc(crate::event::Op::Read);
         let mut modes = std::collections::BTreeSet::new();
         for _ in 0..400 {
             let len = [7, 24, 40, 100][next(4) as usize];
@@ -934,13 +933,7 @@ mod tests {
     #[test]
     fn forgetting_dead_state_and_merging_equal_cells_keeps_columns_coarse() {
         let mut t = crate::thread::ThreadState::new(0, crate::clocks::Clocks::initial(0));
-        let acc = crate::passes::shadow::Acc {
-            tid: 0,
-            op: crate::event::Op::Write,
-            site: Default::default(),
-            ctx: Default::default(),
-            index: 0,
-        };
+        let acc = acc(crate::event::Op::Write);
         // Writes of `lo..hi` by thread 0 now; whether the shadow is still not fine.
         let write = |a: &mut ArrayShadow, t: &crate::thread::ThreadState, lo: u32, hi: u32| {
             a.commit(&[r(lo, hi, 1, true)], &mut |_, _| {}, |_, c| {
