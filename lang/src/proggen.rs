@@ -6,7 +6,7 @@
 //! methods (void, one int parameter) and a `get` method (int). `Main` has static
 //! fields (one volatile), `workers` static worker methods taking one object of every
 //! class, and `main`, which builds the objects, optionally a `Barrier` for all the
-//! workers, forks every worker (some through `fork o.work(…)`), joins every thread,
+//! workers (and main, when the workers await twice), forks every worker (some through `fork o.work(…)`), joins every thread,
 //! optionally inside a `deterministic` block, and prints.
 //!
 //! Well-typed by construction: expressions are generated per type, every local is
@@ -235,8 +235,12 @@ impl Gen<'_, '_> {
             let v = self.range(0, 20);
             let _ = writeln!(self.out, "        C{c} o{c} = new C{c}({v});");
         }
+        // With two awaits per worker, main is a party too (then the parties are all
+        // the live threads: BigFoot's frontier advances at every episode).
+        let main_party = barrier && awaits == 2;
         if barrier {
-            let _ = writeln!(self.out, "        Main.bar = new Barrier({workers});");
+            let parties = workers + u32::from(main_party);
+            let _ = writeln!(self.out, "        Main.bar = new Barrier({parties});");
         }
         let mut main_scope = worker_scope.clone();
         main_scope.ints = vec!["x0".into()];
@@ -268,6 +272,11 @@ impl Gen<'_, '_> {
             // Main races with the workers.
             for _ in 0..self.range(1, 3) {
                 self.stmt(&main_scope, 2, 1);
+            }
+        }
+        if main_party {
+            for _ in 0..awaits {
+                let _ = writeln!(self.out, "{ind}Main.bar.await();");
             }
         }
         for w in 0..workers {
