@@ -24,7 +24,8 @@
 //! parties are all the live threads (counted at fork and thread end), `F := F ⊔ B_g`.
 //! The parties leave with `C_t ⊔ B_g` before they access anything, and any thread
 //! forked later starts from one of theirs. BigFoot forgets array shadow state below
-//! it (`passes::bigfoot::array`).
+//! it (`passes::bigfoot::array`), in live runs, where every thread but main is forked
+//! (a trace's threads need not be; a count too high only keeps the frontier back).
 //!
 //! Concurrency: `C_t` lives in the thread's own `ThreadState` (only that thread
 //! writes it). The clocks of locks with small ids (the dense ids of traces) live in
