@@ -60,8 +60,9 @@
 //! relation is symmetric, which keeps the detector address precise (§3.4).
 //!
 //! Loop range checks ([`coalesce_loops`]) cover the element accesses `a[i + c]` of
-//! synchronization-free loops, those of conditional blocks too (as *runs*: ranges
-//! that the loop tracks in two locals and checks when their index jumps,
+//! synchronization-free loops with one exit test, counting up or down, those of
+//! conditional blocks and of the blocks before a later exit test too (as *runs*:
+//! ranges that the loop tracks in two locals and checks when their index jumps,
 //! [`place_runs`]). Not done (see `docs/architecture.md`, "BigFoot"):
 //! other induction-variable facts of §3.5 (any other array access in a loop is a
 //! one-element check per iteration, which the runtime's footprints coalesce into
@@ -886,19 +887,23 @@ fn coalesce(
 }
 
 /// The loop range checks of §3.5 for simple induction patterns (Fig. 3.6b): in a
-/// loop with no synchronization at all whose only exit is its test, an element
-/// access `a[i + c]` (`c` a constant or a local the loop does not assign; `i` an
-/// induction variable of the loop: assigned only by `i = i + k`, a constant `k > 0`,
-/// in a block that runs exactly once per iteration) that runs in every iteration
-/// before the increment touches exactly `a[i0 + c .. i + c : k]` when the loop exits,
-/// `i0` being `i` on entry. Such accesses get no per-iteration check: one range check
-/// per array and offset (one step-1 range when the offsets are `c0 .. c0 + k - 1`
-/// with one kind) on the exit edge, and `i0` is copied at the end of the preheader.
-/// An access that runs only in some iterations, to an element such an access of the
-/// same iteration touches with a covering kind, needs no check of its own either; the
-/// other such accesses to an array the loop does not assign become runs
-/// ([`place_runs`]) when only tests of induction variables and loop-invariant values
-/// lead to their block.
+/// loop with no synchronization at all and one exit test `x` (the header's test, or a
+/// later one that runs once in every iteration), an element access `a[i + c]` after
+/// `x` (`c` a constant or a local the loop does not assign; `i` an induction variable
+/// of the loop: assigned only by `i = i + k`, a constant `k != 0`, in a block after `x`
+/// that runs exactly once per iteration) that runs in every iteration before the
+/// increment touches exactly `a[i0 + c .. i + c : k]` (counting down:
+/// `a[i - k + c .. i0 + c + 1 : -k]`) when the loop exits, `i0` being `i` on entry:
+/// the iteration that leaves at `x` runs no block after it. Such accesses get no
+/// per-iteration check: one range check per array and offset (one step-1 range when
+/// the offsets are `c0 .. c0 + |k| - 1` with one kind) on the exit edge, and `i0` is
+/// copied at the end of the preheader. An access after `x` that runs only in some
+/// iterations, to an element such an access of the same iteration touches with a
+/// covering kind, needs no check of its own either; the other such accesses to an
+/// array the loop does not assign become runs ([`place_runs`]) when only tests of
+/// induction variables and loop-invariant values lead to their block. So do the
+/// accesses of the blocks between the header and a later exit test, whose array may
+/// also be loaded in the loop (they run in the iteration that leaves the loop too).
 ///
 /// The array is a local the loop does not assign, or a *field source*: a local the
 /// loop assigns once, from a plain field `o.f` (`o` not assigned in the loop) earlier
@@ -995,25 +1000,32 @@ fn coalesce_loop(
     if !matches!(f.blocks[l].term, Terminator::Jump(t) if t.index() == h) || l == h {
         return;
     }
+    // One exit: a test `x` (the header's, or a later one's: `while (j >= 0 &&
+    // a[j] > v)` tests in two blocks that meet in a third), no synchronization
+    // anywhere in the loop.
+    let exiting: Vec<usize> = body
+        .iter()
+        .copied()
+        .filter(|b| succs[*b].iter().any(|s| !body.contains(&s.index())))
+        .collect();
+    let [x] = exiting[..] else {
+        return;
+    };
     let Terminator::Branch {
         then_to, else_to, ..
-    } = f.blocks[h].term
+    } = f.blocks[x].term
     else {
         return;
     };
-    let (entry, exit) = match (
+    let exit = match (
         body.contains(&then_to.index()),
         body.contains(&else_to.index()),
     ) {
-        (true, false) => (then_to.index(), else_to),
-        (false, true) => (else_to.index(), then_to),
+        (true, false) => else_to,
+        (false, true) => then_to,
         _ => return,
     };
-    // The test is the only exit; no synchronization anywhere in the loop.
     for &b in &body {
-        if b != h && succs[b].iter().any(|s| !body.contains(&s.index())) {
-            return;
-        }
         if matches!(
             f.blocks[b].term,
             Terminator::Return(_) | Terminator::Unreachable
@@ -1055,12 +1067,15 @@ fn coalesce_loop(
     // Blocks that run in every iteration before the latch: they dominate it inside
     // the loop (removing them disconnects the body's entry from the latch).
     let dominates_latch = |d: usize| -> bool {
-        if d == l || d == entry {
+        if d == l || d == h {
             return true;
         }
         let mut seen: HashSet<usize> = [d, h].into_iter().collect();
-        let mut work = vec![entry];
-        seen.insert(entry);
+        let mut work: Vec<usize> = succs[h]
+            .iter()
+            .map(|s| s.index())
+            .filter(|s| body.contains(s) && seen.insert(*s))
+            .collect();
         while let Some(b) = work.pop() {
             if b == l {
                 return false;
@@ -1074,13 +1089,23 @@ fn coalesce_loop(
         }
         true
     };
+    // The blocks of an iteration up to its exit test: the exit test, the header and
+    // what runs between them. An iteration that leaves the loop ran some of them
+    // (and no later block), every other iteration all it reached of the loop. A later
+    // exit test must run once in every iteration.
+    let before_exit = |b: usize| b == h || b == x || reaches(b, x);
+    if x != h && (!dominates_latch(x) || reaches(x, x)) {
+        return;
+    }
     // The induction variables: assigned once in the loop, by `i = t` with `t = i + k`
-    // before it in its block (`i++` lowers so) or by `i = i + k`, `k > 0` a constant,
-    // in a block that runs exactly once per iteration (it dominates the latch and
-    // lies on no cycle inside the loop). Each: its increment's block, position, step.
+    // or `t = i - k` before it in its block (`i++` and `i--` lower so) or by
+    // `i = i + k`, `k` a non-zero constant, in a block after the exit test that runs
+    // exactly once per iteration (it dominates the latch and lies on no cycle inside
+    // the loop). Each: its increment's block, position, step (negative: counting
+    // down).
     let mut ivs: BTreeMap<Local, (usize, usize, i64)> = BTreeMap::new();
     for &b in &body {
-        if b == h || !dominates_latch(b) || reaches(b, b) {
+        if before_exit(b) || !dominates_latch(b) || reaches(b, b) {
             continue;
         }
         for (i, inst) in f.blocks[b].insts.iter().enumerate() {
@@ -1095,23 +1120,32 @@ fn coalesce_loop(
             if loop_defs.get(&dst).map(Vec::len) != Some(1) {
                 continue;
             }
-            if let Inst::Binary {
-                op: BinOp::IAdd,
-                lhs,
-                rhs,
-                ..
-            } = f.blocks[b].insts[ti]
+            let (c, sign) = match f.blocks[b].insts[ti] {
+                Inst::Binary {
+                    op: BinOp::IAdd,
+                    lhs,
+                    rhs,
+                    ..
+                } if lhs == dst => (rhs, 1),
+                Inst::Binary {
+                    op: BinOp::IAdd,
+                    lhs,
+                    rhs,
+                    ..
+                } if rhs == dst => (lhs, 1),
+                Inst::Binary {
+                    op: BinOp::ISub,
+                    lhs,
+                    rhs,
+                    ..
+                } if lhs == dst => (rhs, -1),
+                _ => continue,
+            };
+            if let Some(k) = const_of(&all_defs, f, c)
+                .map(|k| k * sign)
+                .filter(|k| *k != 0 && k.abs() <= 1 << 20)
             {
-                let c = if lhs == dst {
-                    rhs
-                } else if rhs == dst {
-                    lhs
-                } else {
-                    continue;
-                };
-                if let Some(k) = const_of(&all_defs, f, c).filter(|k| (1..=1 << 20).contains(k)) {
-                    ivs.insert(dst, (b, i, k));
-                }
+                ivs.insert(dst, (b, i, k));
             }
         }
     }
@@ -1185,8 +1219,7 @@ fn coalesce_loop(
     // positions, site); field sources by array local → position of their load.
     type Key = (Local, Local, Option<Local>, i64);
     type Ranges = BTreeMap<Key, (bool, Vec<(usize, usize)>, SiteId)>;
-    // Runs: (block, key) → (write?, positions, site, index local of the last access).
-    type Runs = BTreeMap<(usize, Key), (bool, Vec<(usize, usize)>, SiteId, Local)>;
+    type Runs = BTreeMap<(usize, Key), Run>;
     let mut ranges: Ranges = BTreeMap::new();
     let mut sources: BTreeMap<Local, (usize, usize, SiteId)> = BTreeMap::new();
     let access = |inst: &Inst| match *inst {
@@ -1213,10 +1246,10 @@ fn coalesce_loop(
     let conditional: Vec<usize> = body
         .iter()
         .copied()
-        .filter(|b| *b != h && !dominates_latch(*b))
+        .filter(|b| !before_exit(*b) && !dominates_latch(*b))
         .collect();
     for &b in &body {
-        if b == h || conditional.contains(&b) {
+        if before_exit(b) || conditional.contains(&b) {
             continue;
         }
         for (i, inst) in f.blocks[b].insts.iter().enumerate() {
@@ -1266,6 +1299,7 @@ fn coalesce_loop(
         }
         true
     };
+    let exit_test = x;
     let steady = |b: usize| -> bool {
         let mut work = vec![b];
         let mut seen: HashSet<usize> = HashSet::new();
@@ -1274,7 +1308,9 @@ fn coalesce_loop(
                 continue;
             }
             for &p in &preds[x] {
-                if p == h || !body.contains(&p) {
+                // (The exit test's branch does not choose between blocks of the
+                // iteration.)
+                if p == h || p == exit_test || !body.contains(&p) {
                     continue;
                 }
                 if let Terminator::Branch { cond, .. } = f.blocks[p].term
@@ -1287,8 +1323,16 @@ fn coalesce_loop(
         }
         true
     };
+    // The accesses of blocks before a later exit test (not the header's: it has
+    // none) run in the iteration that leaves the loop too, which no range holds: they
+    // become runs, whose bounds each access moves.
     let mut runs: Runs = BTreeMap::new();
-    for &b in &conditional {
+    let before: Vec<usize> = body
+        .iter()
+        .copied()
+        .filter(|b| *b != h && before_exit(*b))
+        .collect();
+    for &b in conditional.iter().chain(&before) {
         for (i, inst) in f.blocks[b].insts.iter().enumerate() {
             let Some((arr, index, write, site)) = access(inst) else {
                 continue;
@@ -1296,22 +1340,29 @@ fn coalesce_loop(
             let Some((key, src)) = key_of(b, i, arr, index) else {
                 continue;
             };
-            if let Some(e) = ranges.get_mut(&key)
+            let in_range = !before.contains(&b);
+            if in_range
+                && let Some(e) = ranges.get_mut(&key)
                 && e.0 >= write
             {
                 e.1.push((b, i));
-            } else if src.is_none() && steady(b) {
-                let e = runs
-                    .entry((b, key))
-                    .or_insert((write, Vec::new(), site, index));
-                e.0 |= write;
-                e.1.push((b, i));
-                e.3 = index;
+            } else if (src.is_none() || !in_range) && steady(b) {
+                let e = runs.entry((b, key)).or_insert(Run {
+                    write,
+                    pos: Vec::new(),
+                    site,
+                    index,
+                    array_changes: src.is_some(),
+                    in_range,
+                });
+                e.write |= write;
+                e.pos.push((b, i));
+                e.index = index;
             }
         }
     }
     // A conditional access whose key has a range after all is that range's.
-    runs.retain(|(_, key), _| !ranges.contains_key(key));
+    runs.retain(|(_, key), r| !r.in_range || !ranges.contains_key(key));
     if ranges.is_empty() && runs.is_empty() {
         return;
     }
@@ -1347,6 +1398,23 @@ fn coalesce_loop(
         covered.extend(pos.iter().copied());
         stats.loop_covered += pos.len();
     }
+    // The exit edge gets a block of its own (before any split moves the exit test's
+    // branch to another block).
+    let split = BlockId(f.blocks.len() as u32);
+    f.blocks.push(Block {
+        insts: Vec::new(),
+        term: Terminator::Jump(exit),
+    });
+    if let Terminator::Branch {
+        then_to, else_to, ..
+    } = &mut f.blocks[x].term
+    {
+        if *then_to == exit {
+            *then_to = split;
+        } else if *else_to == exit {
+            *else_to = split;
+        }
+    }
     // (After the ranges' positions are in `covered`: splitting blocks moves them.)
     let runs_at_exit = place_runs(f, pre, &runs, &ivs, covered, &mut sources, stats);
     // The range checks of `arr`'s groups over the array in `checked`.
@@ -1370,11 +1438,7 @@ fn coalesce_loop(
         let checked = prev.get(arr).copied().unwrap_or(*arr);
         insts.extend(checks_of(f, *arr, checked, stats));
     }
-    let split = BlockId(f.blocks.len() as u32);
-    f.blocks.push(Block {
-        insts,
-        term: Terminator::Jump(exit),
-    });
+    f.blocks[split.index()].insts = insts;
     // Then each run's last range, when it holds an element.
     let mut from = split.index();
     for run in runs_at_exit {
@@ -1385,16 +1449,6 @@ fn coalesce_loop(
         });
         check_run_if_any(f, from, run, next);
         from = next.index();
-    }
-    if let Terminator::Branch {
-        then_to, else_to, ..
-    } = &mut f.blocks[h].term
-    {
-        if *then_to == exit {
-            *then_to = split;
-        } else if *else_to == exit {
-            *else_to = split;
-        }
     }
     // After each field source's load: if the array changed, check the ranges of the
     // previous one, restart them, and remember the new array. Later loads first, so
@@ -1447,14 +1501,35 @@ fn coalesce_loop(
 /// A run's exit check: `arr[lo..hi:step]` with its kind and site, when `lo != hi`.
 type RunExit = (Local, Local, Local, u32, bool, SiteId);
 
-/// Runs (§3.5's range checks for accesses that do not run in every iteration): the
-/// accesses of one conditional block to `a[i + c]` (`a` not assigned in the loop, `i`
-/// an induction variable of step `k`) touch an increasing index in the iterations
-/// that run the block. Two locals per run, `lo` and `hi` (0 in the preheader), hold
-/// the elements `lo..hi:k` accessed since the run's last check; after the block's
-/// last access of the run, at index `x`:
-/// `if x != hi { if lo != hi { check a[lo..hi:k] } lo = x } hi = x + k`.
-/// The exit edge checks what is left (the caller, with the returned checks).
+/// The accesses of one block that form a run (see [`place_runs`]).
+struct Run {
+    /// Whether one of them writes.
+    write: bool,
+    /// Their positions.
+    pos: Vec<(usize, usize)>,
+    site: SiteId,
+    /// The index local of the block's last access of the run.
+    index: Local,
+    /// The array local is loaded in the loop (a field source's): the run tracks the
+    /// array it holds.
+    array_changes: bool,
+    /// The block comes after the loop's exit test: the accesses may belong to a
+    /// range of their key instead.
+    in_range: bool,
+}
+
+/// Runs (§3.5's range checks for accesses that do not run in every iteration, or
+/// that run before a later exit test): the accesses of one block to `a[i + c]` (`i` an
+/// induction variable of step `k`) touch an index that moves by `k` in the
+/// iterations that run the block. Two locals per run, `lo` and `hi` (0 in the
+/// preheader), hold the elements `lo..hi:|k|` accessed since the run's last check;
+/// after the block's last access of the run, at index `x`, counting up:
+/// `if x != hi { if lo != hi { check a[lo..hi:k] } lo = x } hi = x + k`, and counting
+/// down: `if x + |k| != lo { if lo != hi { check a[lo..hi:|k|] } hi = x + |k| } lo = x`.
+/// When the loop loads `a` (from a field), a third local `ra` holds the run's array
+/// (null in the preheader): a different array also ends the run (`a != ra`), and
+/// restarting sets `ra = a`; checks are of `ra`. The exit edge checks what is left
+/// (the caller, with the returned checks).
 ///
 /// Precise as the ranges are: the loop has no synchronization, so each check follows
 /// the accesses it covers with no acquire between, and a run holds only indexes its
@@ -1464,21 +1539,30 @@ type RunExit = (Local, Local, Local, u32, bool, SiteId);
 fn place_runs(
     f: &mut Function,
     pre: usize,
-    runs: &BTreeMap<
-        (usize, (Local, Local, Option<Local>, i64)),
-        (bool, Vec<(usize, usize)>, SiteId, Local),
-    >,
+    runs: &BTreeMap<(usize, (Local, Local, Option<Local>, i64)), Run>,
     ivs: &BTreeMap<Local, (usize, usize, i64)>,
     covered: &mut HashSet<(usize, usize)>,
     sources: &mut BTreeMap<Local, (usize, usize, SiteId)>,
     stats: &mut Placement,
 ) -> Vec<RunExit> {
+    struct Point {
+        b: usize,
+        at: usize,
+        arr: Local,
+        tracked: Option<Local>,
+        x: Local,
+        step: i64,
+        write: bool,
+        site: SiteId,
+        lo: Local,
+        hi: Local,
+    }
     let mut exits = Vec::new();
     // Split points: after each run's last access; later ones first, so the earlier
     // positions of a block stay valid.
-    let mut points: Vec<(usize, usize, Local, Local, u32, bool, SiteId, Local, Local)> = Vec::new();
-    for (&(b, (arr, iv, _, _)), (write, pos, site, index)) in runs {
-        let step = ivs[&iv].2 as u32;
+    let mut points: Vec<Point> = Vec::new();
+    for (&(b, (arr, iv, _, _)), run) in runs {
+        let step = ivs[&iv].2;
         let (lo, hi) = (fresh_local(f, iv), fresh_local(f, iv));
         for x in [lo, hi] {
             f.blocks[pre].insts.push(Inst::Const {
@@ -1486,43 +1570,111 @@ fn place_runs(
                 value: Const::Int(0),
             });
         }
-        let last = pos.iter().map(|p| p.1).max().unwrap_or(0);
-        points.push((b, last, arr, *index, step, *write, *site, lo, hi));
-        covered.extend(pos.iter().copied());
-        stats.loop_covered += pos.len();
+        let tracked = run.array_changes.then(|| {
+            let ra = fresh_local(f, arr);
+            f.blocks[pre].insts.push(Inst::Const {
+                dst: ra,
+                value: Const::Null,
+            });
+            ra
+        });
+        let at = run.pos.iter().map(|p| p.1).max().unwrap_or(0);
+        points.push(Point {
+            b,
+            at,
+            arr,
+            tracked,
+            x: run.index,
+            step,
+            write: run.write,
+            site: run.site,
+            lo,
+            hi,
+        });
+        covered.extend(run.pos.iter().copied());
+        stats.loop_covered += run.pos.len();
         stats.loop_ranges += 1;
         stats.checks += 4;
-        exits.push((arr, lo, hi, step, *write, *site));
+        let checked = tracked.unwrap_or(arr);
+        exits.push((
+            checked,
+            lo,
+            hi,
+            step.unsigned_abs() as u32,
+            run.write,
+            run.site,
+        ));
     }
-    points.sort_by_key(|p| std::cmp::Reverse((p.0, p.1)));
-    for (b, at, arr, x, step, write, site, lo, hi) in points {
+    points.sort_by_key(|p| std::cmp::Reverse((p.b, p.at)));
+    for p in points {
+        let Point {
+            b,
+            at,
+            arr,
+            tracked,
+            x,
+            step,
+            write,
+            site,
+            lo,
+            hi,
+        } = p;
+        let m = step.abs();
         let tail: Vec<Inst> = f.blocks[b].insts.split_off(at + 1);
         let first = f.blocks.len() as u32;
         let (cont, gap, restart) = (BlockId(first), BlockId(first + 1), BlockId(first + 2));
-        let jumped = fresh_local(f, x);
+        let (k, xk) = (fresh_local(f, x), fresh_local(f, x));
+        let mut jumped = fresh_local(f, x);
         f.locals[jumped.index()].ty = Type::Boolean;
-        let k = fresh_local(f, x);
-        f.blocks[b].insts.push(Inst::Binary {
-            dst: jumped,
-            op: BinOp::ICmp(Cmp::Ne),
-            lhs: x,
-            rhs: hi,
-            site,
-        });
-        let term = branch_at_end(f, b, jumped, gap, cont);
-        let mut cont_insts = vec![
+        // xk = x + |k|; jumped = x != hi (up) or xk != lo (down).
+        let (lhs, rhs) = if step > 0 { (x, hi) } else { (xk, lo) };
+        f.blocks[b].insts.extend([
             Inst::Const {
                 dst: k,
-                value: Const::Int(step.into()),
+                value: Const::Int(m),
             },
             Inst::Binary {
-                dst: hi,
+                dst: xk,
                 op: BinOp::IAdd,
                 lhs: x,
                 rhs: k,
                 site,
             },
-        ];
+            Inst::Binary {
+                dst: jumped,
+                op: BinOp::ICmp(Cmp::Ne),
+                lhs,
+                rhs,
+                site,
+            },
+        ]);
+        if let Some(ra) = tracked {
+            let (changed, either) = (fresh_local(f, jumped), fresh_local(f, jumped));
+            f.blocks[b].insts.extend([
+                Inst::Binary {
+                    dst: changed,
+                    op: BinOp::RefNe,
+                    lhs: arr,
+                    rhs: ra,
+                    site,
+                },
+                Inst::Binary {
+                    dst: either,
+                    op: BinOp::BOr,
+                    lhs: jumped,
+                    rhs: changed,
+                    site,
+                },
+            ]);
+            jumped = either;
+        }
+        let term = branch_at_end(f, b, jumped, gap, cont);
+        // Then hi = xk (up) or lo = x (down).
+        let (moved_end, to) = if step > 0 { (hi, xk) } else { (lo, x) };
+        let mut cont_insts = vec![Inst::Copy {
+            dst: moved_end,
+            src: to,
+        }];
         let shift = cont_insts.len();
         cont_insts.extend(tail);
         f.blocks.push(Block {
@@ -1533,11 +1685,25 @@ fn place_runs(
             insts: Vec::new(),
             term: Terminator::Jump(restart),
         });
+        // Restarting: lo = x (up) or hi = xk (down), and the run's array.
+        let mut restart_insts = vec![if step > 0 {
+            Inst::Copy { dst: lo, src: x }
+        } else {
+            Inst::Copy { dst: hi, src: xk }
+        }];
+        let checked = match tracked {
+            Some(ra) => {
+                restart_insts.push(Inst::Copy { dst: ra, src: arr });
+                ra
+            }
+            None => arr,
+        };
         f.blocks.push(Block {
-            insts: vec![Inst::Copy { dst: lo, src: x }],
+            insts: restart_insts,
             term: Terminator::Jump(cont),
         });
-        check_run_if_any(f, gap.index(), (arr, lo, hi, step, write, site), restart);
+        let run = (checked, lo, hi, m as u32, write, site);
+        check_run_if_any(f, gap.index(), run, restart);
         // Positions after the split moved to the continuation block.
         let moved = |(pb, pi): (usize, usize)| {
             if pb == b && pi > at {
@@ -1648,8 +1814,9 @@ fn run_check(f: &mut Function, b: usize, (arr, lo, hi, step, write, site): RunEx
 }
 
 /// The range checks over `arr` of one group of offsets `base + off` of the induction
-/// variable `iv` (step `step`), from `i0`: one step-1 range when the offsets are
-/// `c0 … c0 + step - 1` with one kind, else one range of stride `step` per offset.
+/// variable `iv` (step `step`, negative when it counts down), from `i0`: one step-1
+/// range when the offsets are `c0 … c0 + |step| - 1` with one kind, else one range of
+/// stride `|step|` per offset.
 #[allow(clippy::too_many_arguments)]
 fn range_checks(
     f: &mut Function,
@@ -1663,7 +1830,9 @@ fn range_checks(
 ) -> Vec<Inst> {
     let mut insts = Vec::new();
     let first = offs[0];
-    let contiguous = offs.len() as i64 == step
+    // Counting down (`step < 0`), the completed iterations ran `i0, i0 - m, …, i + m`.
+    let (down, m) = (step < 0, step.abs());
+    let contiguous = offs.len() as i64 == m
         && offs.iter().all(|o| o.1 == first.1)
         && offs
             .iter()
@@ -1673,12 +1842,13 @@ fn range_checks(
         vec![(first.0, first.1, first.2, 1)]
     } else {
         offs.iter()
-            .map(|(o, w, s)| (*o, *w, *s, step as u32))
+            .map(|(o, w, s)| (*o, *w, *s, m as u32))
             .collect()
     };
     for (off, write, site, st) in emitted {
-        // lo = i0 + base + off, hi = i + base + off.
-        let (mut lo, mut hi) = (i0, iv);
+        // Counting up: lo = i0 + base + off, hi = i + base + off. Counting down:
+        // lo = i + base + off + m, hi = i0 + base + off + (m if contiguous, else 1).
+        let (mut lo, mut hi) = if down { (iv, i0) } else { (i0, iv) };
         let mut add = |f: &mut Function, insts: &mut Vec<Inst>, x: Local| {
             let (l2, h2) = (fresh_local(f, iv), fresh_local(f, iv));
             for (d, from) in [(l2, lo), (h2, hi)] {
@@ -1702,6 +1872,25 @@ fn range_checks(
                 value: Const::Int(off),
             });
             add(f, &mut insts, c);
+        }
+        if down {
+            let hi_extra = if contiguous { m } else { 1 };
+            let (c_lo, c_hi) = (fresh_local(f, iv), fresh_local(f, iv));
+            let (l2, h2) = (fresh_local(f, iv), fresh_local(f, iv));
+            for (c, v, d, from) in [(c_lo, m, l2, lo), (c_hi, hi_extra, h2, hi)] {
+                insts.push(Inst::Const {
+                    dst: c,
+                    value: Const::Int(v),
+                });
+                insts.push(Inst::Binary {
+                    dst: d,
+                    op: BinOp::IAdd,
+                    lhs: from,
+                    rhs: c,
+                    site,
+                });
+            }
+            (lo, hi) = (l2, h2);
         }
         insts.push(Inst::Check {
             target: CheckTarget::Range {

@@ -395,11 +395,41 @@ impl Gen<'_, '_> {
                 let i = format!("i{}", self.loops);
                 self.loops += 1;
                 let n = self.range(0, 4);
-                let _ = writeln!(self.out, "{pad}for (int {i} = 0; {i} < {n}; {i}++) {{");
                 let mut inner = scope.clone();
-                inner.ints.push(i);
-                self.block(&inner, ind + 1, depth - 1);
-                "}".into()
+                inner.ints.push(i.clone());
+                // Three shapes: counting up; counting down, with an access at the
+                // index; a second exit test that reads at the index (both exit tests
+                // in the iteration that leaves, as insertion sort's inner loop).
+                match self.pick(3) {
+                    0 => {
+                        let _ = writeln!(self.out, "{pad}for (int {i} = 0; {i} < {n}; {i}++) {{");
+                        self.block(&inner, ind + 1, depth - 1);
+                        "}".into()
+                    }
+                    1 => {
+                        let (o, _, _) = self.obj(scope);
+                        let _ = writeln!(
+                            self.out,
+                            "{pad}for (int {i} = {n} - 1; {i} >= 0; {i}--) {{\n{pad}    {o}.arr[{i} + 1] = {o}.arr[{i}] + 1;"
+                        );
+                        self.block(&inner, ind + 1, depth - 1);
+                        "}".into()
+                    }
+                    _ => {
+                        let (o, _, _) = self.obj(scope);
+                        let c = self.range(0, 3);
+                        let _ = writeln!(
+                            self.out,
+                            "{pad}{{ int {i} = 0;\n{pad}while ({i} < {n} && {o}.arr[{i}] != {c}) {{"
+                        );
+                        self.block(&inner, ind + 1, depth - 1);
+                        let _ = writeln!(
+                            self.out,
+                            "{pad}    {o}.arr[{i} + 1] = {i};\n{pad}    {i}++;"
+                        );
+                        "} }".into()
+                    }
+                }
             }
             14 => {
                 // Lock order: only objects after the highest one held.

@@ -321,7 +321,7 @@ class Main {
     // A run's check splits its block: the accesses after it keep their ranges.
     assert_eq!(
         checks_of(&p, "W.mixed"),
-        [run.to_vec(), vec![('R', "range".into())], run.to_vec()].concat()
+        [vec![('R', "range".into())], run.to_vec(), run.to_vec()].concat()
     );
     // A block behind a test of loaded data keeps its element check.
     assert_eq!(
@@ -339,6 +339,83 @@ class Main {
     for seed in 1..7 {
         let (stats, races) = bigfoot_stats(&racy, seed);
         assert!(races > 0, "{stats}");
+    }
+}
+
+#[test]
+fn loops_with_a_later_exit_test_or_counting_down_become_ranges_and_runs() {
+    // Insertion sort's inner loop counts down and tests `j >= lo && a[j] > v` in two
+    // blocks: the reads of the test run in the iteration that leaves the loop too (a
+    // run), the body's accesses only in the others (ranges counting down). `find`
+    // counts up with the same shape; `down` counts down by two.
+    let src = "
+class W {
+    void sort(int[] a, int lo, int hi) {
+        for (int i = lo + 1; i < hi; i++) {
+            int v = a[i];
+            int j = i - 1;
+            while (j >= lo && a[j] > v) { a[j + 1] = a[j]; j--; }
+            a[j + 1] = v;
+        }
+    }
+    int find(int[] a, int from, int n) {
+        int i = from;
+        while (i < n && a[i] != 0) { i++; }
+        return i;
+    }
+    void down(int[] a, int n) { for (int i = n - 1; i >= 0; i = i - 2) { a[i] = a[i] + 1; } }
+}
+class Main {
+    static void main() {
+        int[] a = new int[64];
+        for (int i = 0; i < 64; i++) { a[i] = (i * 37) % 64 + 1; }
+        a[50] = 0;
+        W w = new W();
+        Thread t1 = fork w.sort(a, 0, 32);
+        Thread t2 = fork w.sort(a, 32, 48);
+        Thread t3 = fork w.find(a, 48, 64);
+        t1.join(); t2.join(); t3.join();
+        w.down(a, 64);
+        for (int i = 1; i < 32; i++) { assert(a[i - 1] <= a[i]); }
+        print(w.find(a, 0, 64));
+    }
+}";
+    let p = placed(src);
+    let sort = checks_of(&p, "W.sort");
+    // Element checks: the run's one-element checks (when its index jumps, and on the
+    // exit edge), and `a[j + 1] = v` (its index is no induction variable) on both
+    // exit edges of the rotated outer loop. Ranges: the outer loop's `a[i]`, the inner
+    // loop's reads and writes, the run's.
+    let elems = [('R', "elem".into()), ('R', "elem".into())];
+    let ranges = sort.iter().filter(|c| c.1 == "range").count();
+    assert_eq!(ranges, 5, "{sort:?}");
+    assert_eq!(
+        sort.iter()
+            .filter(|c| c.1 == "elem")
+            .cloned()
+            .collect::<Vec<_>>(),
+        [elems.to_vec(), vec![('W', "elem".into()); 2]].concat(),
+        "{sort:?}"
+    );
+    // `find`: a run of the test's reads (an element or a range, when its index jumps
+    // and on the exit edge).
+    let run = [('R', "elem".into()), ('R', "range".into())];
+    assert_eq!(checks_of(&p, "W.find"), [run.clone(), run].concat());
+    assert_eq!(checks_of(&p, "W.down"), vec![('W', "range".into())]);
+    for seed in 1..7 {
+        let (stats, races) = bigfoot_stats(src, seed);
+        assert_eq!(races, 0, "{stats}");
+    }
+    // Sorting overlapping slices races on a[31]; searching while another thread
+    // sorts races on what both touch.
+    for racy in [
+        src.replace("sort(a, 32, 48)", "sort(a, 31, 48)"),
+        src.replace("find(a, 48, 64)", "find(a, 40, 64)"),
+    ] {
+        for seed in 1..7 {
+            let (stats, races) = bigfoot_stats(&racy, seed);
+            assert!(races > 0, "{stats}");
+        }
     }
 }
 

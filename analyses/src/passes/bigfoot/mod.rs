@@ -535,8 +535,17 @@ impl BigFoot {
                     return *p;
                 }
             }
-            if p.step == 1 && r.step == 1 && r.lo == p.hi {
-                p.hi = r.hi;
+            // Overlaps or abuts it with the same stride and residue (a loop's range
+            // checks in every iteration of an outer loop, counting up or down).
+            let r_last = r.lo + (r.hi - 1 - r.lo) / r.step * r.step;
+            if !single
+                && p.step == r.step
+                && r.lo.abs_diff(p.lo).is_multiple_of(p.step)
+                && r.lo <= last + p.step
+                && p.lo <= r_last + p.step
+            {
+                p.lo = p.lo.min(r.lo);
+                p.hi = last.max(r_last) + 1;
                 return *p;
             }
             break;
