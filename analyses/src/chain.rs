@@ -425,6 +425,23 @@ impl Chain {
             .inline_filter_word(cx.locals.get(filter)?.as_ref())
     }
 
+    /// `cx`'s thread's nested-call word ([`Pass::nested_call_word`]), when the chain
+    /// delivers only the `Enter`/`Exit` some pass asked for ([`Chain::frame_events`]
+    /// false) and exactly one pass has such a word: no other pass then takes these
+    /// events. `None`: every asked-for call delivers both.
+    pub fn nested_call_word<'a>(&self, cx: &'a ThreadCx) -> Option<&'a AtomicU64> {
+        if self.frame_events {
+            return None;
+        }
+        let mut words = self
+            .passes
+            .iter()
+            .zip(&cx.locals)
+            .filter_map(|(p, l)| p.nested_call_word(l.as_ref()));
+        let w = words.next()?;
+        words.next().is_none().then_some(w)
+    }
+
     /// The run-wide gate of the inline test of pass `filter`
     /// ([`Pass::inline_filter_gate`]), at an address stable for the chain's lifetime.
     pub fn inline_filter_gate(&self, filter: usize) -> Option<&AtomicU64> {

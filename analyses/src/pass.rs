@@ -547,6 +547,21 @@ pub trait Pass: Send + Sync {
         None
     }
 
+    /// The thread's *nested-call word*, inside its state `local`: an object `r` (0:
+    /// none) such that this pass would end a call on receiver `r` exactly as it
+    /// started it, and decide everything in between alike without the call's
+    /// `Enter`/`Exit`, if the called method is an instance method, not synchronized,
+    /// with no reference argument besides the receiver and no reference result, that
+    /// neither acquires nor releases a monitor, also through the calls it makes
+    /// (`capsule`: a call on the capsule whose checked call is the innermost frame).
+    /// A producer may then deliver neither event of such a call: deciding at the
+    /// call, after the word as this thread's events left it, and skipping the `Exit`
+    /// exactly when it skipped the `Enter`. Only this thread's events change it. See
+    /// [`crate::Chain::nested_call_word`].
+    fn nested_call_word<'a>(&self, _local: &'a Local) -> Option<&'a AtomicU64> {
+        None
+    }
+
     /// The thread's word for this pass's [`InlineFilter`], when its test depends on
     /// the thread's state ([`InlineFilter::CapsuleProtected`]), inside its state
     /// `local` (so its address is stable while the thread runs). Only this thread's

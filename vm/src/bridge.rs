@@ -25,13 +25,34 @@ pub struct Bridge {
     /// By function id: whether its calls deliver `Enter`/`Exit`
     /// (`analyses::Chain::wants_frames_of`).
     pub frames_of: Vec<bool>,
+    /// By function id: whether a call of it may skip both when its receiver is the
+    /// thread's nested-call word (`analyses::Chain::nested_call_word`): an instance
+    /// method, not synchronized, with no reference argument besides the receiver and
+    /// no reference result, that neither acquires nor releases a monitor, also
+    /// through its calls (`lang::bigfoot::sync_summaries`).
+    pub elidable: Vec<bool>,
     stripes: Vec<Mutex<()>>,
 }
 
 impl Bridge {
     pub fn new(chain: Chain, env: Arc<VmEnv>) -> Bridge {
-        let funcs = env.image.program.funcs.len();
+        let prog = &env.image.program;
+        let funcs = prog.funcs.len();
+        let sync = lang::bigfoot::sync_summaries(prog);
+        let elidable = prog
+            .funcs
+            .iter()
+            .zip(&sync)
+            .map(|(f, s)| {
+                f.kind != lang::ir::FuncKind::Static
+                    && !f.is_synchronized
+                    && *s == (false, false)
+                    && !f.ret.is_ref()
+                    && (1..f.num_params as usize).all(|i| !f.locals[i].ty.is_ref())
+            })
+            .collect();
         Bridge {
+            elidable,
             plain_accesses: chain.pass_names().iter().any(|n| *n != "bigfoot"),
             frames_of: (0..funcs)
                 .map(|f| chain.wants_frames_of(analyses::MethodId(f as u32)))

@@ -88,6 +88,23 @@ impl Hook {
         }
     }
 
+    /// Whether a call of `func` on `receiver`, whose `Enter`/`Exit` the tier would
+    /// deliver ([`Hook::frame_events_of`]), may deliver neither: `func` is elidable
+    /// (`Bridge::elidable`) and `receiver` is the thread's nested-call word
+    /// (`analyses::Chain::nested_call_word`).
+    pub fn elides_frames(&self, func: lang::ir::FuncId, receiver: u64) -> bool {
+        let Some(on) = &self.0 else {
+            return false;
+        };
+        receiver != 0
+            && on.bridge.elidable.get(func.0 as usize) == Some(&true)
+            && on
+                .bridge
+                .chain
+                .nested_call_word(&on.cx)
+                .is_some_and(|w| w.load(std::sync::atomic::Ordering::Relaxed) == receiver)
+    }
+
     /// The tier keeps the stack and hands it over with [`Hook::sync_stack`] (the
     /// JIT, from its shadow stack); no effect when the chain takes `Enter`/`Exit`.
     pub fn stack_kept_by_tier(&mut self) {
@@ -230,6 +247,14 @@ impl Hook {
         (0..chain.inline_filters().len())
             .find_map(|i| chain.inline_filter_word(&on.cx, i))
             .map(|w| w.as_ptr() as *const u64)
+    }
+
+    /// The thread's nested-call word (`analyses::Chain::nested_call_word`), if the
+    /// chain has one (see [`Hook::elides_frames`]).
+    pub fn nested_call_word_ptr(&self) -> Option<*const u64> {
+        let on = self.0.as_ref()?;
+        let w = on.bridge.chain.nested_call_word(&on.cx)?;
+        Some(w.as_ptr() as *const u64)
     }
 
     /// The thread's table of fine arrays for the inline exclusive rules on BigFoot's

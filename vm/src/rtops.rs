@@ -20,6 +20,11 @@ use crate::bridge::ref_value;
 use crate::error::{ErrorKind, RuntimeError, StackFrame};
 use crate::heap::{self, Arena, HeapFull};
 use crate::hook::Hook;
+
+/// What [`Guest::enter_method`] returns for a call whose `Enter` it did not deliver
+/// ([`Hook::elides_frames`]), so that [`Guest::leave_method`] delivers no `Exit` (no
+/// monitor is at an odd address).
+pub const ELIDED_FRAME: u64 = 1;
 use crate::image::{Image, const_bits};
 use crate::jfmt::double_to_string;
 use crate::layout::{self, Kind};
@@ -491,10 +496,16 @@ impl Guest<'_> {
     pub fn enter_method(&mut self, f: FuncId, params: &[u64], site: SiteId) -> Result<u64, Stop> {
         let rt = self.rt;
         let func = rt.image.program.func(f);
+        // A call the chain ends as it starts it (`Hook::elides_frames`: a nested call
+        // on the capsule whose call runs) delivers neither `Enter` nor `Exit`; the
+        // epilogue learns it from the returned word.
+        let elided = self.hook.frame_events_of(f)
+            && func.kind != FuncKind::Static
+            && self.hook.elides_frames(f, params[0]);
         // `Enter` comes before the monitor's `Acquire` (and `Exit` after its
         // `Release`): the method holds its monitor, so both events carry its frame,
         // as they do when the chain keeps the call stack without these events.
-        if self.hook.frame_events_of(f) {
+        if self.hook.frame_events_of(f) && !elided {
             let first = if func.kind == FuncKind::Static { 0 } else { 1 };
             let receiver = (first == 1).then(|| ObjId(params[0]));
             // On the stack for up to 4 (no allocation per call).
@@ -532,7 +543,8 @@ impl Guest<'_> {
                 }
             }
         }
-        Ok(lock)
+        // (An elided call holds no monitor: its method is not synchronized.)
+        Ok(if elided { ELIDED_FRAME } else { lock })
     }
 
     /// Method epilogue of `f` returning `ret`, called at `site`: end, release of
@@ -555,6 +567,9 @@ impl Guest<'_> {
                     self.hook.emit(site, EventKind::End { spec });
                 }
             }
+        }
+        if lock == ELIDED_FRAME {
+            return Ok(());
         }
         if lock != 0 {
             self.point()?;

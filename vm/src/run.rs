@@ -86,6 +86,11 @@ pub struct RunConfig {
     /// or behind `escape`). Off only for measurement and tests (`capvm run
     /// --no-inline-detector`); results and statistics are the same either way.
     pub inline_detector: bool,
+    /// Both tiers: skip the `Enter`/`Exit` of calls the chain would end as it starts
+    /// them (`Hook::elides_frames`: nested calls on the running capsule). Off only for
+    /// measurement and tests (`capvm run --no-elide-frames`); warnings and every
+    /// statistic but the count of those events are the same either way.
+    pub elide_frames: bool,
 }
 
 impl Default for RunConfig {
@@ -103,6 +108,7 @@ impl Default for RunConfig {
             capsules: None,
             inline_filter: true,
             inline_detector: true,
+            elide_frames: true,
         }
     }
 }
@@ -271,7 +277,13 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
     let chain = build_chain(cfg, env.clone())?;
     let mut output_errors = Vec::new();
     let passes = chain.pass_names();
-    let bridge = (!chain.is_empty()).then(|| Arc::new(Bridge::new(chain, vm_env.clone())));
+    let bridge = (!chain.is_empty()).then(|| {
+        let mut b = Bridge::new(chain, vm_env.clone());
+        if !cfg.elide_frames {
+            b.elidable.fill(false);
+        }
+        Arc::new(b)
+    });
     let limits = Limits {
         max_steps: cfg.max_steps,
         max_threads: cfg.max_threads.max(1),

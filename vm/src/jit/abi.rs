@@ -75,6 +75,11 @@ pub struct JitThread {
     /// `HeaderFilter::capsule_calls` tests; without one, [`NO_CAPSULE_WORD`] (never
     /// null: every such access is delivered).
     pub capsule_word: *const u64,
+    /// The thread's nested-call word (`analyses::Chain::nested_call_word`): a call of
+    /// an elidable function (`JitOptions::elidable`) on this receiver skips its
+    /// prologue and epilogue; without one, [`NO_NESTED_WORD`] (never null, 0: no
+    /// receiver).
+    pub nested_word: *const u64,
     /// The chain's call context of the stack's outermost `ctx_depth` frames, shifted
     /// left by 32 (a packed site's high half), as of the last
     /// [`JitThread::sync_stack`]; it is the context of the current stack while
@@ -124,6 +129,10 @@ pub const OFF_CAPSULE_WORD: i32 = offset_of!(JitThread, capsule_word) as i32;
 /// The filter word of a thread whose chain has none (`JitThread::capsule_word`): no
 /// bit set, so generated code delivers the accesses its test would decide.
 static NO_CAPSULE_WORD: AtomicU64 = AtomicU64::new(0);
+pub const OFF_NESTED_WORD: i32 = offset_of!(JitThread, nested_word) as i32;
+
+/// The nested-call word of a thread whose chain has none (`JitThread::nested_word`).
+static NO_NESTED_WORD: AtomicU64 = AtomicU64::new(0);
 pub const OFF_CTX_WORD: i32 = offset_of!(JitThread, ctx_word) as i32;
 pub const OFF_CTX_DEPTH: i32 = offset_of!(JitThread, ctx_depth) as i32;
 pub const OFF_PAST_FILTERS: i32 = offset_of!(JitThread, past_filters) as i32;
@@ -194,6 +203,9 @@ impl JitThread {
             capsule_word: hook
                 .inline_filter_word_ptr()
                 .unwrap_or(NO_CAPSULE_WORD.as_ptr() as *const u64),
+            nested_word: hook
+                .nested_call_word_ptr()
+                .unwrap_or(NO_NESTED_WORD.as_ptr() as *const u64),
             ctx_word: 0,
             ctx_depth: u64::MAX,
             past_filters: 0,

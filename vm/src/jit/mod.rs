@@ -62,6 +62,11 @@ pub struct JitOptions {
     /// through the prologue and epilogue for their `Enter`/`Exit`, because a pass
     /// asked for them (`vm::bridge::Bridge::frames_of`).
     pub frames_of: Vec<bool>,
+    /// Without `frame_events`, by function id: the calls that skip the prologue and
+    /// epilogue when their receiver is the thread's nested-call word
+    /// (`abi::JitThread::nested_word`), as `Guest::enter_method` would skip their
+    /// `Enter`/`Exit` (`vm::bridge::Bridge::elidable`, `Hook::elides_frames`).
+    pub elidable: Vec<bool>,
     /// `--sched seeded:N`: emit the scheduling points.
     pub seeded: bool,
     /// `--max-steps` is set: count executed blocks.
@@ -196,6 +201,10 @@ impl JitOptions {
                 .bridge
                 .as_ref()
                 .map_or_else(Vec::new, |b| b.frames_of.clone()),
+            elidable: rt
+                .bridge
+                .as_ref()
+                .map_or_else(Vec::new, |b| b.elidable.clone()),
             seeded: rt.seeded,
             count_steps: rt.limits.max_steps != u64::MAX,
             inline_filters: rt.bridge.as_ref().map_or_else(Vec::new, |b| {

@@ -32,8 +32,8 @@ use super::abi::{
     INLINE_COVERED, INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_PAST,
     INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS, OFF_CAPSULE_WORD, OFF_CTX_DEPTH, OFF_CTX_WORD,
     OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE, OFF_FRAMES, OFF_FRAMES_LOW, OFF_GUARD,
-    OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_PAST_FILTERS, OFF_STEPS, OFF_TID,
-    inline_count, pack_frame,
+    OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_NESTED_WORD, OFF_PAST_FILTERS, OFF_STEPS,
+    OFF_TID, inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -1318,11 +1318,42 @@ impl<'a, 'b> Translator<'a, 'b> {
         if !self.needs_frame_hooks() {
             return;
         }
+        let elidable = self.elidable();
+        let (call, done) = (self.b.create_block(), self.b.create_block());
+        self.b.append_block_param(done, I64);
+        if elidable {
+            // `Guest::enter_method`'s elision, inline: the receiver is the thread's
+            // nested-call word.
+            let m = MemFlagsData::trusted();
+            let p = self.b.ins().load(I64, m, self.ctx, OFF_NESTED_WORD);
+            let w = self.b.ins().load(I64, m, p, 0);
+            let same = self.b.ins().icmp(IntCC::Equal, w, params[0]);
+            let elided = self.iconst(crate::rtops::ELIDED_FRAME as i64);
+            self.b.ins().brif(same, done, &[elided.into()], call, &[]);
+        } else {
+            self.b.ins().jump(call, &[]);
+        }
+        self.b.switch_to_block(call);
         let buf = self.buffer(params);
         let f = self.iconst(self.fid.0 as i64);
-        let lock = self.call_rt(Rt::Prologue, &[f, buf]);
+        let lock = self
+            .call_rt(Rt::Prologue, &[f, buf])
+            .expect("returns a word");
         self.check_failed();
-        self.lock = lock;
+        self.b.ins().jump(done, &[lock.into()]);
+        self.b.switch_to_block(done);
+        self.lock = Some(self.b.block_params(done)[0]);
+    }
+
+    /// Whether calls of this function may skip the prologue and epilogue
+    /// (`JitOptions::elidable`): only their `Enter`/`Exit` make them call.
+    fn elidable(&self) -> bool {
+        let f = self.func;
+        !self.opts().frame_events
+            && self.opts().elidable.get(self.fid.0 as usize) == Some(&true)
+            && !f.is_deterministic
+            && !f.is_atomic
+            && !f.is_synchronized
     }
 
     // ----------------------------------------------------------- instructions
@@ -2305,8 +2336,21 @@ impl<'a, 'b> Translator<'a, 'b> {
                 Some(l) => l,
                 None => self.iconst(0),
             };
+            let (call, done) = (self.b.create_block(), self.b.create_block());
+            if self.elidable() {
+                let elided =
+                    self.b
+                        .ins()
+                        .icmp_imm_s(IntCC::Equal, lock, crate::rtops::ELIDED_FRAME as i64);
+                self.b.ins().brif(elided, done, &[], call, &[]);
+            } else {
+                self.b.ins().jump(call, &[]);
+            }
+            self.b.switch_to_block(call);
             self.call_rt(Rt::Epilogue, &[f, bits, lock]);
             self.check_failed();
+            self.b.ins().jump(done, &[]);
+            self.b.switch_to_block(done);
         }
         if self.counts_capsule_call() {
             self.add_capsule_calls(-1);

@@ -140,6 +140,10 @@ struct RunArgs {
     /// FastTrack's same-epoch cases inline (measurement and tests only).
     #[arg(long, hide = true)]
     no_inline_detector: bool,
+    /// Deliver the `Enter`/`Exit` of every call a pass asked for, also of nested calls
+    /// on the running capsule (measurement and tests only).
+    #[arg(long, hide = true)]
+    no_elide_frames: bool,
 }
 
 #[derive(Args, Debug)]
@@ -314,6 +318,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         capture_stdout: false,
         inline_filter: !a.no_inline_filter,
         inline_detector: !a.no_inline_detector,
+        elide_frames: !a.no_elide_frames,
     };
     let out = match run_program(Arc::new(program), &cfg) {
         Ok(o) => o,

@@ -67,6 +67,17 @@ impl Frames {
             .any(|&j| self.frames[j].holds && self.frames[j].capsule == Some(k))
     }
 
+    /// The innermost frame.
+    pub fn last(&self) -> Option<&Frame> {
+        self.frames.last()
+    }
+
+    /// Whether a capsule call on the stack holds capsule `k` (see
+    /// [`Frames::held_outside`]).
+    pub fn held(&self, k: ObjId) -> bool {
+        self.held_outside(usize::MAX, k)
+    }
+
     /// The capsule calls, outermost first.
     pub fn capsule_calls_mut(&mut self) -> impl Iterator<Item = &mut Frame> {
         let frames = &mut self.frames;

@@ -75,6 +75,16 @@
 //! while 0) closes at the first one: from then on generated code delivers every
 //! access made inside a capsule call. Only this thread's own events write its word.
 //!
+//! # Nested calls
+//! A call on a capsule that an outer call of the thread holds is checked at its
+//! `Enter` (its first state access would find the thread inside and change nothing
+//! else), so its accesses are decided inline from the start. And when the innermost
+//! frame is a checked call on capsule `k`, a call on `k` of a method that takes and
+//! returns no reference and cannot acquire or release a monitor would push a frame
+//! that changes no decision and pop it with no effect: the thread's nested-call word
+//! ([`Pass::nested_call_word`]) holds `k`, and the producer skips both events of
+//! such a call (`Random.next` inside `Random.nextGaussian`).
+//!
 //! # Chaining with `escape`
 //! Each filter must account for every reference write into a member of its own set.
 //! `escape` forwards a reference write into a thread-local but capsule-shared target
@@ -169,6 +179,9 @@ struct CapsuleLocal {
     /// The thread's word for the inline test ([`Pass::inline_filter_word`]): what
     /// [`Capsule::ready_bits`] says of `frames` (boxed: its address stays put).
     word: Box<AtomicU64>,
+    /// The thread's nested-call word ([`Pass::nested_call_word`]): the capsule of
+    /// the innermost frame when that is a capsule call that made its check.
+    nested: Box<AtomicU64>,
 }
 
 pub struct Capsule {
@@ -285,6 +298,19 @@ impl Capsule {
     /// instead).
     fn refresh(&self, l: &CapsuleLocal) {
         l.word.store(self.ready_bits(l), Ordering::Relaxed);
+        // A call on that capsule would push a frame of the same class and capsule,
+        // checked (`Frames::held`: the innermost frame's check, or an outer call's
+        // hold, is still in force) and holding nothing: the decisions within it are
+        // the same with or without that frame (the innermost checked frame on `k`
+        // is the executor, or a demoted class's frames are skipped alike), and its
+        // `Exit` would pop it and leak nothing (no reference result). A release in
+        // the call would uncheck the frames; the producer elides only calls that
+        // cannot release.
+        let k = match l.frames.last() {
+            Some(f) if f.checked => f.capsule.map_or(0, |k| k.0),
+            _ => 0,
+        };
+        l.nested.store(k, Ordering::Relaxed);
     }
 
     fn owner(&self, t: &ThreadState, l: &CapsuleLocal) -> Owner {
@@ -524,6 +550,7 @@ impl Pass for Capsule {
             sites: SiteTable::new(),
             local_checked: 0,
             word: Box::new(AtomicU64::new(0)),
+            nested: Box::new(AtomicU64::new(0)),
         };
         self.refresh(&l);
         Box::new(l)
@@ -535,6 +562,10 @@ impl Pass for Capsule {
 
     fn inline_filter_gate(&self) -> Option<&AtomicU64> {
         Some(&self.demotions)
+    }
+
+    fn nested_call_word<'a>(&self, local: &'a Local) -> Option<&'a AtomicU64> {
+        Some(&local.downcast_ref::<CapsuleLocal>()?.nested)
     }
 
     /// Only the calls of capsule classes' methods make frames; the running method
@@ -644,10 +675,16 @@ impl Pass for Capsule {
                 let capsule = receiver.filter(|r| {
                     heap.class_of(*r) == Some(class) && self.status(class) == Status::Capsule
                 });
+                // A call on a capsule that an outer call of this thread holds has its
+                // synchronization check made at once: at its first state access the
+                // check would find the thread inside and change nothing else (a
+                // release before then unchecks every frame, this one too). So its
+                // accesses are decided inline from the start (`ready_bits`).
+                let checked = capsule.is_some_and(|k| l.frames.held(k));
                 l.frames.push(Frame {
                     class,
                     capsule,
-                    checked: false,
+                    checked,
                     holds: false,
                 });
                 self.refresh(l);
