@@ -187,6 +187,10 @@ impl Gen<'_, '_> {
             }
             let _ = writeln!(self.out, "    {mods}void work{w}(int p) {{");
             self.body(&scope, 2);
+            // A call on `this` (inside a capsule's call: a nested call on it).
+            if self.chance(40) {
+                self.out.push_str("        a = a + get(p);\n");
+            }
             self.out.push_str("    }\n\n");
         }
         let sync = if self.chance(30) { "synchronized " } else { "" };

@@ -79,8 +79,8 @@ fn bench_kernels_are_trace_precise_under_filters() {
     check("bench", true);
 }
 
-/// The report of one seeded run, with the counts of `Enter`/`Exit` events taken out
-/// of the statistics, and how many `Enter` events the chain received.
+/// The report of one seeded run without the counts of `Enter`/`Exit` events
+/// (`without_frame_counts`), and how many `Enter` events the chain received.
 fn report_without_frames(
     src: &str,
     tools: &str,
@@ -97,22 +97,7 @@ fn report_without_frames(
         ..vm::RunConfig::default()
     };
     let out = vm::run_program(prog, &cfg).expect("run");
-    let mut report = out.report.clone();
-    let mut enters = 0;
-    if let Some(passes) = report["stats"]["passes"].as_array_mut() {
-        for p in passes {
-            let kinds = &mut p["by_kind"];
-            let (enter, exit) = (kinds["enter"].as_u64(), kinds["exit"].as_u64());
-            enters += enter.unwrap_or(0);
-            if let Some(k) = kinds.as_object_mut() {
-                k.remove("enter");
-                k.remove("exit");
-            }
-            if let Some(n) = p["events_in"].as_u64() {
-                p["events_in"] = (n - enter.unwrap_or(0) - exit.unwrap_or(0)).into();
-            }
-        }
-    }
+    let (report, enters) = vm::testing::program_oracles::without_frame_counts(&out.report);
     (format!("{report:#}"), enters)
 }
 
