@@ -20,17 +20,17 @@ use crate::bridge::ref_value;
 use crate::error::{ErrorKind, RuntimeError, StackFrame};
 use crate::heap::{self, Arena, HeapFull};
 use crate::hook::Hook;
-
-/// What [`Guest::enter_method`] returns for a call whose `Enter` it did not deliver
-/// ([`Hook::elides_frames`]), so that [`Guest::leave_method`] delivers no `Exit` (no
-/// monitor is at an odd address).
-pub const ELIDED_FRAME: u64 = 1;
 use crate::image::{Image, const_bits};
 use crate::jfmt::double_to_string;
 use crate::layout::{self, Kind};
 use crate::runtime::Runtime;
 use crate::sched::Stop;
 use crate::sync;
+
+/// What [`Guest::enter_method`] returns for a call whose `Enter` it did not deliver
+/// ([`Hook::elides_frames`]), so that [`Guest::leave_method`] delivers no `Exit` (no
+/// monitor is at an odd address).
+pub const ELIDED_FRAME: u64 = 1;
 
 /// The executing guest thread, as the shared operations see it.
 pub struct Guest<'a> {
