@@ -1141,9 +1141,10 @@ fn coalesce_loop(
                 } if lhs == dst => (rhs, -1),
                 _ => continue,
             };
+            // (Bounded before the sign: `i - MIN` must not overflow.)
             if let Some(k) = const_of(&all_defs, f, c)
+                .filter(|k| *k != 0 && k.unsigned_abs() <= 1 << 20)
                 .map(|k| k * sign)
-                .filter(|k| *k != 0 && k.abs() <= 1 << 20)
             {
                 ivs.insert(dst, (b, i, k));
             }
@@ -1197,7 +1198,7 @@ fn coalesce_loop(
             return None;
         };
         let off = |x: Local| match const_of(&all_defs, f, x) {
-            Some(v) if v.abs() <= 1 << 20 => Some((None, v)),
+            Some(v) if v.unsigned_abs() <= 1 << 20 => Some((None, v)),
             Some(_) => None,
             None if !loop_defs.contains_key(&x) => Some((Some(x), 0)),
             None => None,
@@ -1208,7 +1209,7 @@ fn coalesce_loop(
             BinOp::ISub if ivs.contains_key(&lhs) => (
                 lhs,
                 const_of(&all_defs, f, rhs)
-                    .filter(|v| v.abs() <= 1 << 20)
+                    .filter(|v| v.unsigned_abs() <= 1 << 20)
                     .map(|v| (None, -v))?,
             ),
             _ => return None,

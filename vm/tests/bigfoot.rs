@@ -420,6 +420,27 @@ class Main {
 }
 
 #[test]
+fn extreme_constants_in_loops_are_no_induction_steps() {
+    // `i - MIN` and offsets of MIN: placement must not overflow negating them (debug
+    // builds panic), and leaves such accesses their element checks.
+    let p = placed(
+        "class Main {
+             static void main() {
+                 int[] a = new int[4];
+                 int n = 0;
+                 for (int i = 0; n < 2; i = i - 0x8000000000000000) { a[i & 3] = 1; n++; }
+                 for (int i = 0; n < 4; i = i - 0x8000000000000000) { a[0] = a[i - 0x8000000000000000 + 0x8000000000000000]; n++; }
+                 for (int i = 0; i < 4; i++) { a[i & 3] = a[(i - 0x8000000000000000) & 3]; }
+                 for (int i = 0; i < n - 4; i++) { a[i - 0x8000000000000000] = a[i + 0x8000000000000000]; }
+                 print(a[0]);
+             }
+         }",
+    );
+    let main = checks_of(&p, "Main.main");
+    assert!(!main.is_empty());
+}
+
+#[test]
 fn a_field_array_replaced_during_the_loop_keeps_both_arrays_checked() {
     // The worker's loop reads `arr[i]` while main writes both arrays and replaces the
     // field: the ranges over the old array are checked when the change is seen, so
