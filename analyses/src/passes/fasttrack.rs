@@ -37,7 +37,7 @@ use crate::shared::Shared;
 use crate::thread::ThreadState;
 use crate::vc::Epoch;
 
-use super::shadow::{Acc, PageTable, pair_warning};
+use super::shadow::{Acc, PageTable, Zeroed, pair_warning};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{
@@ -280,9 +280,13 @@ impl Locked<'_> {
                 .chain((0..n).map(|u| cur.map_or(0, |sh| sh.get(u as Tid))))
                 .map(AtomicU32::new)
                 .collect();
-            let accs = cur
+            let mut accs = cur
                 .map(|sh| std::mem::take(&mut *sh.accs.lock()))
                 .unwrap_or_default();
+            // Room for exactly the `n` readers the clocks have (growth would leave
+            // twice the space, and at least four entries: most shared locations are
+            // read by two threads, and there may be millions of them).
+            accs.reserve_exact(n.saturating_sub(accs.len()));
             let fresh = Box::new(SharedReads {
                 clocks,
                 accs: Mutex::new(accs),
@@ -398,7 +402,6 @@ impl Rule {
 /// races they find to a callback: the `fasttrack` pass's state, and `bigfoot`'s for
 /// field groups and statics, so that both have the same cells and the same inline
 /// same-epoch check ([`InlineCheck::FastTrack`] on [`FtCells::top_addr`]).
-#[derive(Default)]
 pub(crate) struct FtCells {
     /// Per location, its cell.
     cells: PageTable<Cell>,
@@ -409,6 +412,24 @@ pub(crate) struct FtCells {
     lines: PageTable<Lines>,
     lines_used: AtomicBool,
 }
+
+impl Default for FtCells {
+    fn default() -> Self {
+        FtCells {
+            cells: PageTable::zeroed(),
+            reads: ReadsPool::default(),
+            lines: PageTable::zeroed(),
+            lines_used: AtomicBool::new(false),
+        }
+    }
+}
+
+// SAFETY: words of atomic integers only; zero is each one's default.
+unsafe impl Zeroed for Cell {}
+// SAFETY: as for `Cell`.
+unsafe impl Zeroed for Lines {}
+// SAFETY: as for `Cell`.
+unsafe impl Zeroed for RuleCounts {}
 
 /// Where a rule reports a race: the earlier access and the kind of race.
 pub(crate) type OnRace<'a> = &'a mut dyn FnMut(Acc, &'static str);
@@ -702,7 +723,7 @@ impl FastTrack {
         FastTrack {
             cells: FtCells::default(),
             shared: shared.clone(),
-            rules: PageTable::default(),
+            rules: PageTable::zeroed(),
         }
     }
 

@@ -44,7 +44,19 @@ type Leaf<C> = AtomicPtr<C>;
 pub struct PageTable<C> {
     top: Box<[AtomicPtr<Leaf<C>>]>,
     overflow: Mutex<HashMap<u64, Box<C>>>,
+    /// Leaves come from zeroed allocations ([`PageTable::zeroed`]).
+    zeroed: bool,
 }
+
+/// Cells whose all-zero bytes are a valid value equal to `Default::default()`.
+///
+/// # Safety
+/// An implementation promises exactly that: [`PageTable::zeroed`] creates its cells
+/// as zeroed memory instead of calling `default()`.
+pub unsafe trait Zeroed: Default {}
+
+// SAFETY: an atomic integer's zero bytes are the value 0, its default.
+unsafe impl Zeroed for std::sync::atomic::AtomicU64 {}
 
 impl<C: Default> Default for PageTable<C> {
     fn default() -> Self {
@@ -53,7 +65,20 @@ impl<C: Default> Default for PageTable<C> {
                 .map(|_| AtomicPtr::default())
                 .collect(),
             overflow: Mutex::new(HashMap::new()),
+            zeroed: false,
         }
+    }
+}
+
+impl<C: Zeroed> PageTable<C> {
+    /// A table whose middle tables and leaves are zeroed allocations: large ones
+    /// come straight from the kernel as zero pages, so a leaf costs no pass over its
+    /// memory when it is created and only the pages whose cells are touched become
+    /// resident (a leaf covers 32 KiB of heap; the objects on it rarely fill it).
+    pub fn zeroed() -> Self {
+        let mut table = PageTable::default();
+        table.zeroed = true;
+        table
     }
 }
 
@@ -68,10 +93,46 @@ fn load_or_install<E>(slot: &AtomicPtr<E>, n: usize, make: impl Fn() -> E) -> *m
     install(slot, n, make)
 }
 
+/// Load `slot` as [`load_or_install`] does, installing a zeroed array (a valid array
+/// of `n` default elements, the caller promises) if it is null.
+///
+/// # Safety
+/// All-zero bytes are a valid `E`.
+#[inline]
+unsafe fn load_or_install_zeroed<E>(slot: &AtomicPtr<E>, n: usize) -> *mut E {
+    let p = slot.load(Ordering::Acquire);
+    if !p.is_null() {
+        return p;
+    }
+    // SAFETY: per the contract.
+    unsafe { install_zeroed(slot, n) }
+}
+
+/// # Safety
+/// As [`load_or_install_zeroed`].
+#[cold]
+unsafe fn install_zeroed<E>(slot: &AtomicPtr<E>, n: usize) -> *mut E {
+    let layout = std::alloc::Layout::array::<E>(n).expect("a table level's size fits");
+    // SAFETY: `layout` has a nonzero size (every level has cells of nonzero size).
+    let fresh = unsafe { std::alloc::alloc_zeroed(layout) } as *mut E;
+    if fresh.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // The allocation is exactly the one `Box<[E]>` of length `n` makes (same layout,
+    // global allocator), so `free` releases it as such.
+    publish(slot, fresh, n)
+}
+
 #[cold]
 fn install<E>(slot: &AtomicPtr<E>, n: usize, make: impl Fn() -> E) -> *mut E {
     let fresh: Box<[E]> = (0..n).map(|_| make()).collect();
-    let fresh = Box::into_raw(fresh) as *mut E;
+    publish(slot, Box::into_raw(fresh) as *mut E, n)
+}
+
+/// Install `fresh` (an owned array of `n` elements, as `Box<[E]>` allocates it) in
+/// `slot` unless another thread installed one first: then `fresh` is freed and the
+/// winner's array returned.
+fn publish<E>(slot: &AtomicPtr<E>, fresh: *mut E, n: usize) -> *mut E {
     match slot.compare_exchange(
         std::ptr::null_mut(),
         fresh,
@@ -80,8 +141,8 @@ fn install<E>(slot: &AtomicPtr<E>, n: usize, make: impl Fn() -> E) -> *mut E {
     ) {
         Ok(_) => fresh,
         Err(existing) => {
-            // SAFETY: `fresh` came from `Box::<[E]>::into_raw` with length `n` above
-            // and was never shared.
+            // SAFETY: `fresh` is an owned array of length `n` allocated as
+            // `Box<[E]>` does (the callers) and was never shared.
             drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(fresh, n)) });
             existing
         }
@@ -108,11 +169,21 @@ impl<C: Default> PageTable<C> {
         let ti = (w >> (LEAF_BITS + MID_BITS)) as usize;
         let mi = ((w >> LEAF_BITS) & ((1 << MID_BITS) - 1)) as usize;
         let li = (w & (LEAF as u64 - 1)) as usize;
-        let mid = load_or_install(&self.top[ti], 1 << MID_BITS, AtomicPtr::default);
-        // SAFETY: `mid` points to an array of `1 << MID_BITS` slots that lives as long
-        // as `self` (installed once, freed only in `drop`); `mi` is in range.
-        let leaf_slot = unsafe { &*mid.add(mi) };
-        let leaf = load_or_install(leaf_slot, LEAF, C::default);
+        let (mid, leaf);
+        if self.zeroed {
+            // SAFETY: a null pointer is zero bytes; `self.zeroed` only for `C: Zeroed`.
+            mid = unsafe { load_or_install_zeroed(&self.top[ti], 1 << MID_BITS) };
+            // SAFETY: as below.
+            let leaf_slot = unsafe { &*mid.add(mi) };
+            // SAFETY: as above.
+            leaf = unsafe { load_or_install_zeroed(leaf_slot, LEAF) };
+        } else {
+            mid = load_or_install(&self.top[ti], 1 << MID_BITS, AtomicPtr::default);
+            // SAFETY: `mid` points to an array of `1 << MID_BITS` slots that lives as
+            // long as `self` (installed once, freed only in `drop`); `mi` is in range.
+            let leaf_slot = unsafe { &*mid.add(mi) };
+            leaf = load_or_install(leaf_slot, LEAF, C::default);
+        }
         // SAFETY: as above, for a leaf of `LEAF` cells; `li < LEAF`.
         unsafe { &*leaf.add(li) }
     }
@@ -320,7 +391,11 @@ mod tests {
 
     #[test]
     fn every_key_has_its_own_cell() {
-        let t: PageTable<AtomicU64> = PageTable::default();
+        every_key_has_its_own_cell_in(PageTable::default());
+        every_key_has_its_own_cell_in(PageTable::zeroed());
+    }
+
+    fn every_key_has_its_own_cell_in(t: PageTable<AtomicU64>) {
         // Direct keys in one leaf, across leaves and middle tables, unaligned keys and
         // keys past the direct range (overflow map).
         let keys = [
