@@ -432,6 +432,8 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
     let mut tables = translate::Tables::default();
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
+    let mut sizes = vec![0usize; prog.funcs.len()];
+    let in_capsule_calls = translate::in_capsule_calls(prog, |c| options.is_capsule(c));
     for (i, f) in prog.funcs.iter().enumerate() {
         ctx.func.signature = translate::signature(&module, f);
         let env = translate::Env {
@@ -440,6 +442,7 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
             options: &options,
             rt_ids: &rt_ids,
             fn_ids: &fn_ids,
+            in_capsule_calls: &in_capsule_calls,
         };
         translate::Translator::run(
             env,
@@ -452,6 +455,7 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         module
             .define_function(fn_ids[i], &mut ctx)
             .map_err(|e| JitError(format!("{}: {e:?}", prog.func_name(FuncId(i as u32)))))?;
+        sizes[i] = ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
         module.clear_context(&mut ctx);
         if let Some(t) = tramp_ids[i] {
             translate::trampoline(&mut module, &mut ctx.func, &mut fctx, f, fn_ids[i]);
@@ -463,7 +467,10 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
     let funcs = fn_ids
         .iter()
         .map(|id| module.get_finalized_function(*id) as usize)
-        .collect();
+        .collect::<Vec<_>>();
+    if std::env::var_os("CAPVM_PERF_MAP").is_some() {
+        write_perf_map(prog, &funcs, &sizes);
+    }
     let entries = tramp_ids
         .iter()
         .map(|t| t.map_or(0, |id| module.get_finalized_function(id) as usize))
@@ -483,6 +490,28 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         abort: AtomicBool::new(false),
         options,
     })
+}
+
+/// Profiling aid (`CAPVM_PERF_MAP` set): `/tmp/perf-PID.map`, the symbol map `perf
+/// report` reads for JIT code, and each function's machine code in
+/// `/tmp/capvm-jit-PID/NAME.bin` (for `objdump -b binary -m i386:x86-64
+/// --adjust-vma=START -D`). Failures to write are ignored: it is a debugging aid.
+fn write_perf_map(prog: &lang::ir::Program, funcs: &[usize], sizes: &[usize]) {
+    use std::io::Write;
+    let pid = std::process::id();
+    let dir = format!("/tmp/capvm-jit-{pid}");
+    let _ = std::fs::create_dir_all(&dir);
+    let Ok(mut map) = std::fs::File::create(format!("/tmp/perf-{pid}.map")) else {
+        return;
+    };
+    for (i, (&start, &size)) in funcs.iter().zip(sizes).enumerate() {
+        let name = prog.func_name(FuncId(i as u32)).replace(' ', "_");
+        let _ = writeln!(map, "{start:x} {size:x} {name}");
+        // SAFETY: `start` is a finalized function of `size` bytes of code, which the
+        // module keeps mapped (read and execute) for its lifetime.
+        let code = unsafe { std::slice::from_raw_parts(start as *const u8, size) };
+        let _ = std::fs::write(format!("{dir}/{name}@{start:x}.bin"), code);
+    }
 }
 
 /// Run guest thread `tid` from compiled `func(args)` (the JIT's `interp::run_thread`).

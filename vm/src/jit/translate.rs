@@ -157,6 +157,39 @@ pub struct Env<'a> {
     pub options: &'a JitOptions,
     pub rt_ids: &'a [cranelift_module::FuncId],
     pub fn_ids: &'a [cranelift_module::FuncId],
+    /// Per function: whether it may run while a capsule call is on its thread's stack
+    /// ([`in_capsule_calls`]).
+    pub in_capsule_calls: &'a [bool],
+}
+
+/// Per function of `prog`: whether it may run while a counted capsule call
+/// (`Translator::counts_capsule_call`: an instance method of a class that
+/// `is_capsule`, by class index) is on
+/// its thread's stack, i.e. it is such a method or one calls it, transitively
+/// (CapJava's call graph is explicit: no virtual dispatch). Elsewhere the thread's
+/// count of running capsule calls is 0 (a thread starts with 0, and a call
+/// returns it to its value at entry: there are no exceptions), so the inline
+/// filter's test of the count is decided statically.
+pub fn in_capsule_calls(prog: &Program, is_capsule: impl Fn(u32) -> bool) -> Vec<bool> {
+    let mut inside: Vec<bool> = prog
+        .funcs
+        .iter()
+        .map(|f| f.kind != FuncKind::Static && is_capsule(f.class.0))
+        .collect();
+    let mut work: Vec<usize> = (0..inside.len()).filter(|&i| inside[i]).collect();
+    while let Some(fi) = work.pop() {
+        for b in &prog.funcs[fi].blocks {
+            for i in &b.insts {
+                if let Inst::Call { func, .. } = i
+                    && !inside[func.index()]
+                {
+                    inside[func.index()] = true;
+                    work.push(func.index());
+                }
+            }
+        }
+    }
+    inside
 }
 
 /// Where a local lives during translation (see [`homes`]).
@@ -581,7 +614,10 @@ impl<'a, 'b> Translator<'a, 'b> {
         });
         let call = self.b.create_block();
         let cont = self.b.create_block();
-        if static_past && self.opts().inline_filters.iter().any(|f| f.capsule_calls) {
+        if static_past
+            && self.opts().inline_filters.iter().any(|f| f.capsule_calls)
+            && self.may_run_in_capsule_call()
+        {
             // Inside a capsule call `capsule` records the executor: call.
             let n = self
                 .b
@@ -606,7 +642,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.b.create_block()
             };
             let skip = self.b.create_block();
-            if capsule_calls {
+            if capsule_calls && self.may_run_in_capsule_call() {
                 // Inside a capsule call, the pass's word says what its executor lets
                 // through inline (a drop, a forward), while its gate is open (0).
                 let m = MemFlagsData::trusted();
@@ -1299,6 +1335,16 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.opts().inline_filters.iter().any(|f| f.capsule_calls)
             && self.func.kind != FuncKind::Static
             && self.opts().is_capsule(self.func.class.0)
+    }
+
+    /// Whether this function may run inside a capsule call ([`in_capsule_calls`]):
+    /// elsewhere the inline filters' test of the count is left out (it is 0).
+    fn may_run_in_capsule_call(&self) -> bool {
+        self.env
+            .in_capsule_calls
+            .get(self.fid.0 as usize)
+            .copied()
+            .unwrap_or(true)
     }
 
     /// Add `by` to the thread's count of running capsule calls.
