@@ -1363,3 +1363,64 @@ class Main {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// BigFoot's element checks that the site's own range in the thread's footprint
+/// covers are dropped inline (indirect reads `x[idx[j]]` that come back to an
+/// element, as a sparse product's `y[row[i]]`):
+/// the run is the interpreter's, up to the element just past the range, which must
+/// still be checked (and race, here, with the other thread's write).
+#[test]
+fn element_checks_inside_the_sites_range_are_dropped_inline_and_no_others() {
+    let src = r#"
+class Reader {
+    int[] x;
+    int[] idx;
+    int s;
+    Reader(int[] x, int[] idx) { this.x = x; this.idx = idx; }
+    void run() {
+        int t = 0;
+        for (int j = 0; j < idx.length; j++) { t = t + x[idx[j]]; }
+        s = t;
+    }
+}
+class Main {
+    static void main() {
+        int[] x = new int[64];
+        int[] idx = new int[80];
+        for (int j = 0; j < 80; j++) { idx[j] = j / 2; }
+        Reader r = new Reader(x, idx);
+        Reader q = new Reader(x, idx);
+        Thread t = fork r.run();
+        Thread u = fork q.run();
+        x[AT] = 7;
+        t.join();
+        u.join();
+        print(r.s + q.s);
+    }
+}
+"#;
+    let mut failures = Vec::new();
+    let mut covered = 0;
+    // The write lands inside the reads' range, at its start, in it, and past it.
+    for at in [0, 1, 20, 39, 40] {
+        let prog = compile_src("indirect.cj", &src.replace("AT", &at.to_string())).expect("ok");
+        for tools in ["bigfoot", "escape:capsule:bigfoot"] {
+            for seed in 1..=3 {
+                let a = run_interp_seeded(&prog, tools, seed);
+                let b = run_jit_parts(&prog, tools, seed);
+                covered += b.covered_inline;
+                let name = format!("x[{at}] {tools} seeded:{seed}");
+                failures.extend(mismatch(&name, &a, "jit", &b));
+                let races = b.warnings.iter().any(|w| w.contains("race"));
+                if races != (at < 40) {
+                    failures.push(format!("{name}: race reported: {races}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        covered > 0,
+        "no element check was dropped inline as covered"
+    );
+}

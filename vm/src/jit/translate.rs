@@ -2145,6 +2145,12 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.same_epoch_check(c, (a, i), Some(a), write, site, entry, cover, cont);
             self.b.set_cold_block(call);
             self.b.switch_to_block(cover);
+            let (covered, other) = (self.b.create_block(), self.b.create_block());
+            self.site_range_test(a, i, write, site, covered, other);
+            self.b.switch_to_block(covered);
+            self.count_inline(entry, INLINE_COVERED, a);
+            self.b.ins().jump(cont, &[]);
+            self.b.switch_to_block(other);
             let i1 = self.b.ins().iadd_imm_s(i, 1);
             self.covered_test(a, (i, i1, 1), write, site, entry, call, cont);
         }
@@ -2155,6 +2161,61 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.call_rt(Rt::Check, &[k, a, i, z, z, s]);
         self.b.ins().jump(cont, &[]);
         self.b.switch_to_block(cont);
+    }
+
+    /// The second test of `analyses::pass::bigfoot_covered` for the element check
+    /// `a[i]` (`i` inside the array) of kind `write` at `site`, inline: the thread's
+    /// entry for the site holds the array and a range of step 1 around `i` (the test
+    /// that decides the indirect reads of a sparse product, `x[col[j]]`, once the
+    /// footprint holds `x`'s range). Jumps to `covered` when it holds (the call's
+    /// answer would be yes), else to `other`, where the call decides.
+    #[allow(clippy::too_many_arguments)]
+    fn site_range_test(
+        &mut self,
+        a: Value,
+        i: Value,
+        write: bool,
+        site: SiteId,
+        covered: ir::Block,
+        other: ir::Block,
+    ) {
+        use analyses::pass::{BIGFOOT_SITE_GEN_OFF, BIGFOOT_SITE_WORDS, BIGFOOT_SITES_OFF};
+        let Some((slot, tag)) = analyses::pass::bigfoot_site_entry(site.0, write) else {
+            self.b.ins().jump(other, &[]);
+            return;
+        };
+        let m = MemFlagsData::trusted();
+        let at = (BIGFOOT_SITES_OFF + 8 * BIGFOOT_SITE_WORDS * slot) as i32;
+        let table = self.b.ins().load(I64, m, self.ctx, OFF_FINE);
+        let tests = [self.b.create_block(), self.b.create_block()];
+        // The entry is the site's, of this generation: `tag | gen << 32`.
+        let gen_ = self
+            .b
+            .ins()
+            .load(I64, m, table, BIGFOOT_SITE_GEN_OFF as i32);
+        let g = self.b.ins().ishl_imm_u(gen_, 32);
+        let want = self.b.ins().bor_imm_s(g, tag as i64);
+        let got = self.b.ins().load(I64, m, table, at);
+        let ok = self.b.ins().icmp(IntCC::Equal, got, want);
+        self.b.ins().brif(ok, tests[0], &[], other, &[]);
+        // Of this array, with step 1.
+        self.b.switch_to_block(tests[0]);
+        let arr = self.b.ins().load(I64, m, table, at + 8);
+        let step = self.b.ins().load(I64, m, table, at + 24);
+        let same = self.b.ins().icmp(IntCC::Equal, arr, a);
+        let one = self.b.ins().icmp_imm_s(IntCC::Equal, step, 1);
+        let both = self.b.ins().band(same, one);
+        self.b.ins().brif(both, tests[1], &[], other, &[]);
+        // `lo <= i && i + 1 <= hi`, with `lo`, `hi` the span's halves (below 2^32)
+        // and `0 <= i`.
+        self.b.switch_to_block(tests[1]);
+        let span = self.b.ins().load(I64, m, table, at + 16);
+        let lo = self.b.ins().band_imm_s(span, u32::MAX as i64);
+        let hi = self.b.ins().ushr_imm_u(span, 32);
+        let from = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, lo, i);
+        let to = self.b.ins().icmp(IntCC::UnsignedLessThan, i, hi);
+        let inside = self.b.ins().band(from, to);
+        self.b.ins().brif(inside, covered, &[], other, &[]);
     }
 
     /// Whether the thread's footprint already covers the non-empty range check
