@@ -25,6 +25,13 @@ pub struct SpinGuard<'a, T> {
 }
 
 impl<T> SpinCell<T> {
+    pub const fn new(value: T) -> Self {
+        SpinCell {
+            locked: AtomicBool::new(false),
+            value: UnsafeCell::new(value),
+        }
+    }
+
     #[inline]
     pub fn lock(&self) -> SpinGuard<'_, T> {
         if self.locked.swap(true, Ordering::Acquire) {

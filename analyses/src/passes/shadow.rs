@@ -336,6 +336,61 @@ impl<T> Shadow<T> {
     }
 }
 
+/// `Loc::key() → T` for few, large states (BigFoot's array shadows, one per array):
+/// a table of pointers (8 bytes per heap word, zeroed leaves: only the pages whose
+/// keys have a state become resident) to boxed, locked states, which the table also
+/// keeps in a list — so visiting them ([`BoxTable::for_each`]) and dropping them cost
+/// time in the number of states, not in the heap's size (a [`Shadow`] walks every
+/// cell of every leaf: 16 M on a 128 MB heap).
+pub struct BoxTable<T> {
+    slots: PageTable<AtomicPtr<SpinCell<T>>>,
+    all: Mutex<Vec<Box<SpinCell<T>>>>,
+}
+
+// SAFETY: a null pointer is zero bytes, an `AtomicPtr`'s default.
+unsafe impl<T> Zeroed for AtomicPtr<T> {}
+
+impl<T> Default for BoxTable<T> {
+    fn default() -> Self {
+        BoxTable {
+            slots: PageTable::zeroed(),
+            all: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<T> BoxTable<T> {
+    /// Run `f` on the state of `loc` (created by `init` on first use) under its lock.
+    pub fn with<R>(&self, loc: Loc, init: impl FnOnce() -> T, f: impl FnOnce(&mut T) -> R) -> R {
+        let slot = self.slots.get(loc.key());
+        let mut p = slot.load(Ordering::Acquire);
+        if p.is_null() {
+            let fresh = Box::new(SpinCell::new(init()));
+            let raw = &*fresh as *const SpinCell<T> as *mut SpinCell<T>;
+            match slot.compare_exchange(p, raw, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    // The box's contents do not move when it moves into the list.
+                    self.all.lock().push(fresh);
+                    p = raw;
+                }
+                // Another thread installed one first: `fresh` is dropped.
+                Err(theirs) => p = theirs,
+            }
+        }
+        // SAFETY: a non-null slot points into a box in `self.all`, which keeps it
+        // until `self` is dropped.
+        let cell = unsafe { &*p };
+        f(&mut cell.lock())
+    }
+
+    /// Visit every state (one locked at a time).
+    pub fn for_each(&self, mut f: impl FnMut(&T)) {
+        for c in self.all.lock().iter() {
+            f(&c.lock());
+        }
+    }
+}
+
 /// Who accessed, where, in which call context, at which trace line.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Acc {
@@ -420,6 +475,31 @@ mod tests {
         let mut nonzero = 0;
         t.for_each_cell(|c| nonzero += usize::from(c.load(Ordering::Relaxed) != 0));
         assert_eq!(nonzero, keys.len());
+    }
+
+    #[test]
+    fn box_table_creates_state_once_per_location_under_parallel_use() {
+        let s: BoxTable<u64> = BoxTable::default();
+        std::thread::scope(|sc| {
+            for _ in 0..4 {
+                sc.spawn(|| {
+                    for k in 0..2_000u32 {
+                        // Objects 32 KiB apart: a leaf each, pages far apart.
+                        let loc = Loc {
+                            obj: ObjId((1 << 32) + u64::from(k) * 8 * LEAF as u64),
+                            slot: 0,
+                        };
+                        s.with(loc, || 0, |n| *n += 1);
+                    }
+                });
+            }
+        });
+        let (mut states, mut total) = (0, 0);
+        s.for_each(|n| {
+            states += 1;
+            total += n;
+        });
+        assert_eq!((states, total), (2_000, 8_000));
     }
 
     #[test]

@@ -43,7 +43,7 @@ use crate::shared::Shared;
 use crate::thread::ThreadState;
 
 use super::fasttrack::FtCells;
-use super::shadow::{Acc, Shadow, pair_warning};
+use super::shadow::{Acc, BoxTable, pair_warning};
 use array::{ArrayShadow, Mode, Range, Touched};
 use cell::{Cell, Race};
 
@@ -269,8 +269,8 @@ pub struct BigFoot {
     /// FastTrack's cells, whose same-epoch rules a producer may decide inline
     /// ([`Pass::inline_check`]).
     fields: FtCells,
-    /// Boxed for the same reason (one slot per array in a page of slots).
-    arrays: Shadow<Box<ArrayShadow>>,
+    /// One boxed shadow per array, from a pointer per heap word (`BoxTable`).
+    arrays: BoxTable<ArrayShadow>,
     totals: Mutex<Counts>,
 }
 
@@ -279,7 +279,7 @@ impl BigFoot {
         BigFoot {
             shared: shared.clone(),
             fields: FtCells::default(),
-            arrays: Shadow::default(),
+            arrays: BoxTable::default(),
             totals: Mutex::new(Counts::default()),
         }
     }
@@ -616,7 +616,7 @@ impl BigFoot {
             };
             self.arrays.with(
                 key,
-                || Box::new(ArrayShadow::new(len)),
+                || ArrayShadow::new(len),
                 |a| {
                     a.forget(frontier.0, &frontier.1);
                     is_fine = !a.commit(&ranges, &mut install, |tc, cell| {
