@@ -499,13 +499,13 @@ impl Guest<'_> {
         // A call the chain ends as it starts it (`Hook::elides_frames`: a nested call
         // on the capsule whose call runs) delivers neither `Enter` nor `Exit`; the
         // epilogue learns it from the returned word.
-        let elided = self.hook.frame_events_of(f)
-            && func.kind != FuncKind::Static
-            && self.hook.elides_frames(f, params[0]);
+        let frames = self.hook.frame_events_of(f);
+        let elided =
+            frames && func.kind != FuncKind::Static && self.hook.elides_frames(f, params[0]);
         // `Enter` comes before the monitor's `Acquire` (and `Exit` after its
         // `Release`): the method holds its monitor, so both events carry its frame,
         // as they do when the chain keeps the call stack without these events.
-        if self.hook.frame_events_of(f) && !elided {
+        if frames && !elided {
             let first = if func.kind == FuncKind::Static { 0 } else { 1 };
             let receiver = (first == 1).then(|| ObjId(params[0]));
             // On the stack for up to 4 (no allocation per call).

@@ -494,8 +494,8 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
 
 /// Profiling aid (`CAPVM_PERF_MAP` set): `/tmp/perf-PID.map`, the symbol map `perf
 /// report` reads for JIT code, and each function's machine code in
-/// `/tmp/capvm-jit-PID/NAME.bin` (for `objdump -b binary -m i386:x86-64
-/// --adjust-vma=START -D`). Failures to write are ignored: it is a debugging aid.
+/// `/tmp/capvm-jit-PID/NAME@START.bin` (for `objdump -b binary -m i386:x86-64
+/// --adjust-vma=0xSTART -D`). Failures to write are ignored: it is a debugging aid.
 fn write_perf_map(prog: &lang::ir::Program, funcs: &[usize], sizes: &[usize]) {
     use std::io::Write;
     let pid = std::process::id();

@@ -2166,10 +2166,9 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// The second test of `analyses::pass::bigfoot_covered` for the element check
     /// `a[i]` (`i` inside the array) of kind `write` at `site`, inline: the thread's
     /// entry for the site holds the array and a range of step 1 around `i` (the test
-    /// that decides the indirect reads of a sparse product, `x[col[j]]`, once the
-    /// footprint holds `x`'s range). Jumps to `covered` when it holds (the call's
-    /// answer would be yes), else to `other`, where the call decides.
-    #[allow(clippy::too_many_arguments)]
+    /// that decides indirect accesses that come back to an element, a sparse
+    /// product's `y[row[i]]`). Jumps to `covered` when it holds (the call's answer
+    /// would be yes), else to `other`, where the call decides.
     fn site_range_test(
         &mut self,
         a: Value,
