@@ -126,7 +126,7 @@ use crate::shared::Shared;
 use crate::thread::ThreadState;
 
 use classes::{ClassTable, Status};
-use epochs::{EpochTable, Mark, SyncError};
+use epochs::{EpochTable, Mark, SyncError, ThreadEpochs};
 use frames::{Frame, Frames};
 
 /// Which capsule property broke.
@@ -182,6 +182,8 @@ struct CapsuleLocal {
     /// The thread's nested-call word ([`Pass::nested_call_word`]): the capsule of
     /// the innermost frame when that is a capsule call that made its check.
     nested: Box<AtomicU64>,
+    /// The thread's side of the capsules' epochs (its cache, what it owns).
+    epochs: ThreadEpochs,
 }
 
 pub struct Capsule {
@@ -345,7 +347,7 @@ impl Capsule {
                 ctx: t.ctx,
                 event: ev.index,
             };
-            l.frames.get_mut(i).holds = self.epochs.enter(k, t, at)?;
+            l.frames.get_mut(i).holds = self.epochs.enter(&mut l.epochs, k, t, at)?;
         }
         self.refresh(l);
         Ok(())
@@ -470,7 +472,14 @@ impl Capsule {
         ok.then_some(i)
     }
 
-    fn encapsulation_violation(&self, t: &ThreadState, ev: &Event<'_>, loc: Loc, class: u32) {
+    fn encapsulation_violation(
+        &self,
+        t: &ThreadState,
+        mine: &mut ThreadEpochs,
+        ev: &Event<'_>,
+        loc: Loc,
+        class: u32,
+    ) {
         let env = self.shared.env.as_ref();
         let name = env.class_name(class);
         let by = match t.method {
@@ -480,7 +489,7 @@ impl Capsule {
         let message = format!(
             "a field of a `{name}` capsule is accessed by {by}, not by a method of `{name}` running on that object"
         );
-        let earlier = self.epochs.last_entry(loc.obj).map(|m| (m, "inside"));
+        let earlier = self.epochs.last_entry(mine, loc.obj).map(|m| (m, "inside"));
         let b = Breach {
             class,
             property: Property::Encapsulation,
@@ -551,6 +560,7 @@ impl Pass for Capsule {
             local_checked: 0,
             word: Box::new(AtomicU64::new(0)),
             nested: Box::new(AtomicU64::new(0)),
+            epochs: ThreadEpochs::default(),
         };
         self.refresh(&l);
         Box::new(l)
@@ -618,7 +628,7 @@ impl Pass for Capsule {
                             }
                             Err(e) => self.sync_violation(t, ev, loc, c, e),
                         },
-                        None => self.encapsulation_violation(t, ev, loc, c),
+                        None => self.encapsulation_violation(t, &mut l.epochs, ev, loc, c),
                     }
                     // Demoted now: the object joins G with what it protected.
                     self.leak(heap, &[obj], &mut l.work);
@@ -706,7 +716,7 @@ impl Pass for Capsule {
                             ctx: t.ctx,
                             event: ev.index,
                         };
-                        self.epochs.exit(k, t, at);
+                        self.epochs.exit(&mut l.epochs, k, t, at);
                     }
                     // [CE-EXIT]: the return value leaves the capsule.
                     if let Some(r) = ret {
@@ -715,7 +725,10 @@ impl Pass for Capsule {
                 }
             }
             // [CE-FORK]
-            EventKind::Fork { handed, .. } => self.leak(heap, handed, &mut l.work),
+            EventKind::Fork { handed, .. } => {
+                self.epochs.publish(&mut l.epochs, t);
+                self.leak(heap, handed, &mut l.work);
+            }
             // A monitor released inside a capsule call (`wait`, the end of a
             // `synchronized` block) ends a segment of the call: see "Calls that release
             // a monitor".
@@ -728,11 +741,12 @@ impl Pass for Capsule {
                 };
                 for f in l.frames.capsule_calls_mut() {
                     if let (true, Some(k)) = (f.holds, f.capsule) {
-                        self.epochs.exit(k, t, at);
+                        self.epochs.exit(&mut l.epochs, k, t, at);
                     }
                     f.holds = false;
                     f.checked = false;
                 }
+                self.epochs.publish(&mut l.epochs, t);
                 self.refresh(l);
             }
             EventKind::VolatileRead { loc } | EventKind::VolatileWrite { loc, .. } => {
@@ -742,17 +756,24 @@ impl Pass for Capsule {
                         .capsule_access(heap, t, l, ev.site, loc.obj, c)
                         .is_none()
                 {
-                    self.encapsulation_violation(t, ev, loc, c);
+                    self.encapsulation_violation(t, &mut l.epochs, ev, loc, c);
                     self.leak(heap, &[loc.obj], &mut l.work);
                 }
-                if let EventKind::VolatileWrite { value: Some(v), .. } = ev.kind
-                    && Self::in_g(heap, loc.obj)
-                {
-                    self.leak(heap, &[v], &mut l.work);
+                if let EventKind::VolatileWrite { value, .. } = ev.kind {
+                    self.epochs.publish(&mut l.epochs, t);
+                    if let Some(v) = value
+                        && Self::in_g(heap, loc.obj)
+                    {
+                        self.leak(heap, &[v], &mut l.work);
+                    }
                 }
             }
-            EventKind::Alloc { obj } if self.is_capsule(heap, obj) => self.epochs.reset(obj),
+            EventKind::Alloc { obj } if self.is_capsule(heap, obj) => {
+                self.epochs.reset(&mut l.epochs, obj)
+            }
+            EventKind::BarrierEnter { .. } => self.epochs.publish(&mut l.epochs, t),
             EventKind::ThreadEnd => {
+                self.epochs.publish(&mut l.epochs, t);
                 self.sites.lock().absorb(&mut l.sites);
                 let n = std::mem::take(&mut l.local_checked);
                 self.local_checked.fetch_add(n, Ordering::Relaxed);
@@ -838,7 +859,7 @@ impl Pass for Capsule {
                         Ok(()) => return,
                         Err(e) => self.sync_violation(t, ev, loc, c, e),
                     },
-                    None => self.encapsulation_violation(t, ev, loc, c),
+                    None => self.encapsulation_violation(t, &mut l.epochs, ev, loc, c),
                 }
                 // Demoted now, as in `access`: the object joins G with what it
                 // protected, and a written reference leaks.
