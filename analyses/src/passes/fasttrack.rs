@@ -414,13 +414,10 @@ pub(crate) struct FtCells {
 }
 
 impl Default for FtCells {
+    /// Cells for a table whose every access has one (FastTrack's): leaves committed
+    /// when created ([`PageTable::zeroed_committed`]).
     fn default() -> Self {
-        FtCells {
-            cells: PageTable::zeroed(),
-            reads: ReadsPool::default(),
-            lines: PageTable::zeroed(),
-            lines_used: AtomicBool::new(false),
-        }
+        FtCells::with_cells(PageTable::zeroed_committed())
     }
 }
 
@@ -451,6 +448,21 @@ fn set_acc(v: &mut Vec<Option<Acc>>, a: Acc) {
 }
 
 impl FtCells {
+    /// Cells for a table touched sparsely (BigFoot's field groups): only the pages
+    /// whose cells are touched become resident ([`PageTable::zeroed`]).
+    pub(crate) fn sparse() -> Self {
+        FtCells::with_cells(PageTable::zeroed())
+    }
+
+    fn with_cells(cells: PageTable<Cell>) -> Self {
+        FtCells {
+            cells,
+            reads: ReadsPool::default(),
+            lines: PageTable::zeroed(),
+            lines_used: AtomicBool::new(false),
+        }
+    }
+
     /// The address of the cells' top level, for [`InlineCheck::FastTrack`].
     pub(crate) fn top_addr(&self) -> u64 {
         self.cells.top_addr()
