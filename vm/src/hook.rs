@@ -17,6 +17,7 @@
 //! event.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use analyses::ctx::pack_frame;
 use analyses::pass::{InlineChecks, InlineDrops};
@@ -32,6 +33,27 @@ struct On {
     bridge: Arc<Bridge>,
     cx: ThreadCx,
     stack: Stack,
+    /// The address of the thread's nested-call word
+    /// (`analyses::Chain::nested_call_word`), 0 if the chain has none: it lives in
+    /// a pass's thread-local state in `cx`, boxed, so it stays put while `cx` does,
+    /// and `elides_frames` reads it at every call without asking the passes.
+    nested: usize,
+}
+
+impl On {
+    fn new(bridge: Arc<Bridge>, cx: ThreadCx) -> On {
+        let nested = bridge
+            .chain
+            .nested_call_word(&cx)
+            .map_or(0, |w| w as *const AtomicU64 as usize);
+        let stack = Stack::of(&bridge);
+        On {
+            bridge,
+            cx,
+            stack,
+            nested,
+        }
+    }
 }
 
 /// Who tells the chain the thread's call context.
@@ -61,11 +83,7 @@ impl Stack {
 impl Hook {
     /// The hook of the main thread: on if the run has a chain.
     pub fn main(bridge: Option<&Arc<Bridge>>) -> Hook {
-        Hook(bridge.map(|b| On {
-            bridge: b.clone(),
-            cx: b.chain.main_thread(),
-            stack: Stack::of(b),
-        }))
+        Hook(bridge.map(|b| On::new(b.clone(), b.chain.main_thread())))
     }
 
     /// Whether the tier delivers `Enter` and `Exit` of the calls of `func`: every
@@ -97,12 +115,13 @@ impl Hook {
             return false;
         };
         receiver != 0
+            && on.nested != 0
             && on.bridge.elidable.get(func.0 as usize) == Some(&true)
-            && on
-                .bridge
-                .chain
-                .nested_call_word(&on.cx)
-                .is_some_and(|w| w.load(std::sync::atomic::Ordering::Relaxed) == receiver)
+            // SAFETY: `on.nested` is the address of a word in `on.cx` (see `On`),
+            // which lives as long as `on`.
+            && unsafe { &*(on.nested as *const AtomicU64) }
+                .load(std::sync::atomic::Ordering::Relaxed)
+                == receiver
     }
 
     /// The tier keeps the stack and hands it over with [`Hook::sync_stack`] (the
@@ -150,6 +169,7 @@ impl Hook {
             bridge,
             cx,
             stack: Stack::Tier,
+            ..
         }) = &mut self.0
         {
             bridge.chain.sync_frames(cx, frames, unchanged);
@@ -212,11 +232,7 @@ impl Hook {
                 .bridge
                 .chain
                 .fork(&mut on.cx, child, SiteId(site.0), 0, &handed());
-            On {
-                bridge: on.bridge.clone(),
-                cx,
-                stack: Stack::of(&on.bridge),
-            }
+            On::new(on.bridge.clone(), cx)
         }))
     }
 
