@@ -414,10 +414,19 @@ pub(crate) struct FtCells {
 }
 
 impl Default for FtCells {
-    /// Cells for a table whose every access has one (FastTrack's): leaves committed
-    /// when created ([`PageTable::zeroed_committed`]).
+    /// Leaves committed when created ([`PageTable::zeroed_committed`]): a cell is
+    /// read before it is first written (the same-epoch test), so on a lazily
+    /// committed page the first read maps the kernel's zero page and the first write
+    /// copies it — two faults per page. That doubled `fasttrack` on montecarlo, and
+    /// cost `bigfoot`'s field groups 60% on raytracer (0.84 → 1.36 s), where lazy
+    /// leaves saved memory only on montecarlo (741 → 301 MB).
     fn default() -> Self {
-        FtCells::with_cells(PageTable::zeroed_committed())
+        FtCells {
+            cells: PageTable::zeroed_committed(),
+            reads: ReadsPool::default(),
+            lines: PageTable::zeroed(),
+            lines_used: AtomicBool::new(false),
+        }
     }
 }
 
@@ -448,21 +457,6 @@ fn set_acc(v: &mut Vec<Option<Acc>>, a: Acc) {
 }
 
 impl FtCells {
-    /// Cells for a table touched sparsely (BigFoot's field groups): only the pages
-    /// whose cells are touched become resident ([`PageTable::zeroed`]).
-    pub(crate) fn sparse() -> Self {
-        FtCells::with_cells(PageTable::zeroed())
-    }
-
-    fn with_cells(cells: PageTable<Cell>) -> Self {
-        FtCells {
-            cells,
-            reads: ReadsPool::default(),
-            lines: PageTable::zeroed(),
-            lines_used: AtomicBool::new(false),
-        }
-    }
-
     /// The address of the cells' top level, for [`InlineCheck::FastTrack`].
     pub(crate) fn top_addr(&self) -> u64 {
         self.cells.top_addr()

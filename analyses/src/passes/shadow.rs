@@ -79,8 +79,9 @@ impl<C: Zeroed> PageTable<C> {
     /// ([`alloc_zeroed_array`]): large ones come straight from the kernel as zero
     /// pages, so a leaf costs no pass over its memory when it is created and only
     /// the pages whose cells are touched become resident (a leaf covers 32 KiB of
-    /// heap; the objects on it rarely fill it). For tables touched sparsely (BigFoot's
-    /// field groups, behind filters).
+    /// heap; the objects on it rarely fill it). For tables touched sparsely or
+    /// written before they are read (a thread's rule counts, BigFoot's array slots,
+    /// trace lines).
     pub fn zeroed() -> Self {
         let mut table = PageTable::default();
         table.zeroed = true;
@@ -89,9 +90,10 @@ impl<C: Zeroed> PageTable<C> {
 
     /// A zeroed table whose leaves are cleared once when created, so that all their
     /// pages are resident from the start. For tables whose cells are nearly all
-    /// touched (FastTrack's, where every access has a cell): there a lazily committed
-    /// page costs two faults, the first read mapping the kernel's zero page and the
-    /// first write copying it, and on montecarlo that doubled the time.
+    /// touched and read before they are written (FastTrack's cells, also BigFoot's
+    /// field groups): there a lazily committed page costs two faults, the first read
+    /// mapping the kernel's zero page and the first write copying it (see
+    /// `FtCells`'s `Default`).
     pub fn zeroed_committed() -> Self {
         let mut table = PageTable::zeroed();
         table.commit = true;

@@ -278,7 +278,7 @@ impl BigFoot {
     pub fn new(shared: &Arc<Shared>) -> Self {
         BigFoot {
             shared: shared.clone(),
-            fields: FtCells::sparse(),
+            fields: FtCells::default(),
             arrays: BoxTable::default(),
             totals: Mutex::new(Counts::default()),
         }
