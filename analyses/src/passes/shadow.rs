@@ -372,7 +372,7 @@ impl<C: Default> PageTable<C> {
                     let a = c as *const C as usize;
                     let first = (a - base) / PAGE;
                     let last = (a + std::mem::size_of::<C>() - 1 - base) / PAGE;
-                    if pages[first..=last].iter().any(|&p| p) {
+                    if pages[first..=last].iter().any(|&p| p & 1 != 0) {
                         f(c);
                     }
                 }
@@ -392,27 +392,26 @@ fn page_start(a: usize) -> usize {
     a & !(PAGE - 1)
 }
 
-/// Which pages of `cells`' memory are resident (`pages[i]` for the `i`-th page from
-/// the one holding the first byte), by `mincore`; false if the kernel cannot say
-/// (then the caller reads every cell).
-fn resident_pages<C>(cells: &[C], pages: &mut Vec<bool>) -> bool {
+/// Which pages of `cells`' memory are resident (bit 0 of `pages[i]` for the `i`-th
+/// page from the one holding the first byte), by `mincore`; false if the kernel
+/// cannot say (then the caller reads every cell).
+fn resident_pages<C>(cells: &[C], pages: &mut Vec<u8>) -> bool {
     let start = page_start(cells.as_ptr() as usize);
     let end = cells.as_ptr() as usize + std::mem::size_of_val(cells);
     let n = (end - start).div_ceil(PAGE);
-    let mut vec = vec![0u8; n];
+    pages.clear();
+    pages.resize(n, 0);
     // SAFETY: `start..start + n * PAGE` covers mapped memory only where the cells
     // are (a range with unmapped pages makes the call fail, and that answer is
-    // not used); `vec` has one byte per page, as `mincore` writes.
-    let ok = unsafe {
+    // not used); `pages` has one byte per page, as `mincore` writes.
+    let rc = unsafe {
         libc::mincore(
             start as *mut libc::c_void,
             n * PAGE,
-            vec.as_mut_ptr() as *mut libc::c_uchar,
+            pages.as_mut_ptr() as *mut libc::c_uchar,
         )
-    } == 0;
-    pages.clear();
-    pages.extend(vec.iter().map(|&b| b & 1 != 0));
-    ok
+    };
+    rc == 0
 }
 
 impl<C> Drop for PageTable<C> {

@@ -56,10 +56,15 @@
 //! Per-thread: the frame stack ([`frames`]) and this thread's location records.
 //! Shared: the G bit in the object header (atomic, marked before the store becomes
 //! visible, as for `escape`), the class table (atomics; demotion is one store),
-//! and per-capsule epochs in sharded mutex-protected maps ([`epochs`]), touched once
-//! per capsule call that accesses state and once at its exit. A nested call on a
+//! and per-capsule epochs ([`epochs`]), touched once per capsule call that accesses
+//! state and once at its exit. Each has an owner, the thread inside it or the last
+//! one inside until that thread publishes its clock: the owner's calls use plain
+//! stores, another thread takes a free epoch with one compare-and-swap, and every
+//! verdict is the thesis's (the module doc of [`epochs`] says why). A nested call on a
 //! capsule that an outer call of the same thread holds does not touch them: the
-//! thread is inside, which is all the check would find.
+//! thread is inside, which is all the check would find. The thread gives up the
+//! epochs it owns at `Release`, `Fork`, volatile writes, `BarrierEnter` and
+//! `ThreadEnd`, before the chain publishes its clock.
 //!
 //! # Inline decisions inside capsule calls
 //! Generated code drops a capsule-protected access outside capsule calls by a
