@@ -417,9 +417,9 @@ impl Default for FtCells {
     /// Leaves committed when created ([`PageTable::zeroed_committed`]): a cell is
     /// read before it is first written (the same-epoch test), so on a lazily
     /// committed page the first read maps the kernel's zero page and the first write
-    /// copies it — two faults per page. That doubled `fasttrack` on montecarlo, and
-    /// cost `bigfoot`'s field groups 60% on raytracer (0.84 → 1.36 s), where lazy
-    /// leaves saved memory only on montecarlo (741 → 301 MB).
+    /// copies it — two faults per page. Measured with lazy leaves: `fasttrack` on
+    /// montecarlo 0.72 → 1.5 s, `bigfoot`'s field groups on raytracer 0.84 → 1.36 s;
+    /// they saved memory only on montecarlo (`bigfoot` 741 → 301 MB).
     fn default() -> Self {
         FtCells {
             cells: PageTable::zeroed_committed(),

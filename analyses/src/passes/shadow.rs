@@ -46,7 +46,7 @@ pub struct PageTable<C> {
     overflow: Mutex<HashMap<u64, Box<C>>>,
     /// Leaves come from zeroed allocations ([`PageTable::zeroed`]).
     zeroed: bool,
-    /// ... and are cleared once when created, committing their pages
+    /// ... cleared when created, all their pages resident
     /// ([`PageTable::zeroed_committed`]).
     commit: bool,
 }
@@ -75,25 +75,24 @@ impl<C: Default> Default for PageTable<C> {
 }
 
 impl<C: Zeroed> PageTable<C> {
-    /// A table whose middle tables and leaves are zeroed allocations from `calloc`
-    /// ([`alloc_zeroed_array`]): large ones come straight from the kernel as zero
-    /// pages, so a leaf costs no pass over its memory when it is created and only
-    /// the pages whose cells are touched become resident (a leaf covers 32 KiB of
-    /// heap; the objects on it rarely fill it). For tables touched sparsely or
-    /// written before they are read (a thread's rule counts, BigFoot's array slots,
-    /// trace lines).
+    /// A table whose middle tables and leaves are zeroed allocations: large ones
+    /// come straight from the kernel as zero pages, so a leaf costs no pass over its
+    /// memory when it is created and only the pages whose cells are touched become
+    /// resident (a leaf covers 32 KiB of heap; the objects on it rarely fill it).
+    /// That holds for cells aligned to at most 16 bytes: above that `alloc_zeroed`
+    /// is an aligned allocation cleared in full. For cells written before they are
+    /// read, or touched sparsely (a thread's rule counts, BigFoot's array slots).
     pub fn zeroed() -> Self {
         let mut table = PageTable::default();
         table.zeroed = true;
         table
     }
 
-    /// A zeroed table whose leaves are cleared once when created, so that all their
-    /// pages are resident from the start. For tables whose cells are nearly all
-    /// touched and read before they are written (FastTrack's cells, also BigFoot's
-    /// field groups): there a lazily committed page costs two faults, the first read
-    /// mapping the kernel's zero page and the first write copying it (see
-    /// `FtCells`'s `Default`).
+    /// A zeroed table whose leaves are cleared once when created, all their pages
+    /// resident from the start. For cells that are nearly all touched and read before
+    /// they are first written (FastTrack's, BigFoot's field groups): on a lazily
+    /// committed page the first read maps the kernel's zero page and the first write
+    /// copies it, two faults per page (see `FtCells`'s `Default`).
     pub fn zeroed_committed() -> Self {
         let mut table = PageTable::zeroed();
         table.commit = true;
@@ -113,8 +112,8 @@ fn load_or_install<E>(slot: &AtomicPtr<E>, n: usize, make: impl Fn() -> E) -> *m
 }
 
 /// Load `slot` as [`load_or_install`] does, installing a zeroed array (a valid array
-/// of `n` default elements, the caller promises) if it is null; `commit`: clear it
-/// once, making its pages resident.
+/// of `n` default elements, the caller promises) if it is null; `commit`: cleared
+/// by a pass over it, so that its pages are resident.
 ///
 /// # Safety
 /// All-zero bytes are a valid `E`.
@@ -132,103 +131,37 @@ unsafe fn load_or_install_zeroed<E>(slot: &AtomicPtr<E>, n: usize, commit: bool)
 /// As [`load_or_install_zeroed`].
 #[cold]
 unsafe fn install_zeroed<E>(slot: &AtomicPtr<E>, n: usize, commit: bool) -> *mut E {
-    // SAFETY: per the contract, zero bytes are valid elements.
-    let fresh = unsafe { alloc_zeroed_array::<E>(n) };
-    if commit {
-        // SAFETY: `fresh` is an unshared array of `n` elements; zero bytes are valid.
-        unsafe { std::ptr::write_bytes(fresh, 0, n) };
-    }
-    // SAFETY: `fresh` came from `alloc_zeroed_array` with length `n`.
-    unsafe { publish(slot, fresh, n, free_zeroed_array) }
-}
-
-/// The largest alignment for which `std::alloc::alloc_zeroed` is `calloc` (the
-/// system allocator's minimum alignment on 64-bit targets). Above it the allocator
-/// takes an aligned block and clears it with `memset`, which makes every page of
-/// the block resident at once: FastTrack's 32-byte-aligned cells lost the point of
-/// zeroed leaves that way.
-const CALLOC_ALIGN: usize = 16;
-
-/// The block [`alloc_zeroed_array`] takes for `n` elements of `E` aligned above
-/// [`CALLOC_ALIGN`]: room to align the array and to keep the block's address in
-/// the word before it.
-fn padded_layout<E>(n: usize) -> std::alloc::Layout {
-    let inner = std::alloc::Layout::array::<E>(n).expect("a table level's size fits");
-    std::alloc::Layout::from_size_align(inner.size() + inner.align() + CALLOC_ALIGN, CALLOC_ALIGN)
-        .expect("a table level's size fits")
-}
-
-/// A zeroed array of `n` elements, from `calloc` whatever `E`'s alignment: large
-/// blocks come from the kernel as zero pages, committed only where touched. Free
-/// it with [`free_zeroed_array`].
-///
-/// # Safety
-/// All-zero bytes are a valid `E`; `n > 0` and `E` is not zero-sized.
-unsafe fn alloc_zeroed_array<E>(n: usize) -> *mut E {
-    let inner = std::alloc::Layout::array::<E>(n).expect("a table level's size fits");
-    if inner.align() <= CALLOC_ALIGN {
-        // SAFETY: nonzero size, per the contract.
-        let p = unsafe { std::alloc::alloc_zeroed(inner) };
-        if p.is_null() {
-            std::alloc::handle_alloc_error(inner);
+    let layout = std::alloc::Layout::array::<E>(n).expect("a table level's size fits");
+    // SAFETY: `layout` has a nonzero size (every level has cells of nonzero size).
+    let fresh = unsafe {
+        if commit {
+            let p = std::alloc::alloc(layout);
+            if !p.is_null() {
+                std::ptr::write_bytes(p, 0, layout.size());
+            }
+            p
+        } else {
+            std::alloc::alloc_zeroed(layout)
         }
-        return p as *mut E;
+    } as *mut E;
+    if fresh.is_null() {
+        std::alloc::handle_alloc_error(layout);
     }
-    let outer = padded_layout::<E>(n);
-    // SAFETY: nonzero size.
-    let base = unsafe { std::alloc::alloc_zeroed(outer) };
-    if base.is_null() {
-        std::alloc::handle_alloc_error(outer);
-    }
-    let p = (base as usize + CALLOC_ALIGN).next_multiple_of(inner.align()) as *mut E;
-    // SAFETY: `p` is at least `CALLOC_ALIGN` bytes into the block and the array's
-    // `inner.size()` bytes from it end inside it (`outer` has `inner.align()` bytes
-    // more); the word before `p` is in the block and not in the array.
-    unsafe { (p as *mut *mut u8).sub(1).write(base) };
-    p
-}
-
-/// # Safety
-/// `p` is null or came from [`alloc_zeroed_array`] with length `n`, and is not
-/// used afterwards.
-unsafe fn free_zeroed_array<E>(p: *mut E, n: usize) {
-    if p.is_null() {
-        return;
-    }
-    let inner = std::alloc::Layout::array::<E>(n).expect("a table level's size fits");
-    if inner.align() <= CALLOC_ALIGN {
-        // SAFETY: allocated with exactly the layout a `Box<[E]>` of length `n` has.
-        unsafe { free(p, n) };
-        return;
-    }
-    // SAFETY: per the contract: the array's elements, then the block whose address
-    // `alloc_zeroed_array` wrote before it, with the layout it was taken with.
-    unsafe {
-        std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(p, n));
-        let base = (p as *mut *mut u8).sub(1).read();
-        std::alloc::dealloc(base, padded_layout::<E>(n));
-    }
+    // The allocation is exactly the one `Box<[E]>` of length `n` makes (same layout,
+    // global allocator), so `free` releases it as such.
+    publish(slot, fresh, n)
 }
 
 #[cold]
 fn install<E>(slot: &AtomicPtr<E>, n: usize, make: impl Fn() -> E) -> *mut E {
     let fresh: Box<[E]> = (0..n).map(|_| make()).collect();
-    // SAFETY: `free` releases a `Box<[E]>` of length `n`.
-    unsafe { publish(slot, Box::into_raw(fresh) as *mut E, n, free) }
+    publish(slot, Box::into_raw(fresh) as *mut E, n)
 }
 
-/// Install `fresh` (an owned array of `n` elements) in `slot` unless another thread
-/// installed one first: then `fresh` is freed with `free` and the winner's array
-/// returned.
-///
-/// # Safety
-/// `free(fresh, n)` releases `fresh` as it was allocated.
-unsafe fn publish<E>(
-    slot: &AtomicPtr<E>,
-    fresh: *mut E,
-    n: usize,
-    free: unsafe fn(*mut E, usize),
-) -> *mut E {
+/// Install `fresh` (an owned array of `n` elements, as `Box<[E]>` allocates it) in
+/// `slot` unless another thread installed one first: then `fresh` is freed and the
+/// winner's array returned.
+fn publish<E>(slot: &AtomicPtr<E>, fresh: *mut E, n: usize) -> *mut E {
     match slot.compare_exchange(
         std::ptr::null_mut(),
         fresh,
@@ -237,8 +170,9 @@ unsafe fn publish<E>(
     ) {
         Ok(_) => fresh,
         Err(existing) => {
-            // SAFETY: per the contract; `fresh` was never shared.
-            unsafe { free(fresh, n) };
+            // SAFETY: `fresh` is an owned array of length `n` allocated as
+            // `Box<[E]>` does (the callers) and was never shared.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(fresh, n)) });
             existing
         }
     }
@@ -341,15 +275,8 @@ impl<C: Default> PageTable<C> {
         self.top.as_ptr() as u64
     }
 
-    /// Visit every cell of every allocated leaf, and the overflow cells. In a table
-    /// whose leaves are committed lazily ([`PageTable::zeroed`]) the cells on pages
-    /// never touched are skipped: they are zero bytes, `C::default()`, and reading
-    /// them would fault every page of every leaf in (half the page faults of a
-    /// `bigfoot` run on montecarlo were this walk). Every caller sums or collects
-    /// what differs from the default.
+    /// Visit every cell of every allocated leaf, and the overflow cells.
     pub fn for_each_cell(&self, mut f: impl FnMut(&C)) {
-        let lazy = self.zeroed && !self.commit;
-        let mut pages = Vec::new();
         for t in self.top.iter() {
             let mid = t.load(Ordering::Acquire);
             if mid.is_null() {
@@ -361,20 +288,9 @@ impl<C: Default> PageTable<C> {
                 if leaf.is_null() {
                     continue;
                 }
-                // SAFETY: see `get`: a leaf of `LEAF` cells, alive as long as `self`.
-                let cells = unsafe { std::slice::from_raw_parts(leaf as *const C, LEAF) };
-                if !lazy || !resident_pages(cells, &mut pages) {
-                    cells.iter().for_each(&mut f);
-                    continue;
-                }
-                let base = page_start(cells.as_ptr() as usize);
-                for c in cells {
-                    let a = c as *const C as usize;
-                    let first = (a - base) / PAGE;
-                    let last = (a + std::mem::size_of::<C>() - 1 - base) / PAGE;
-                    if pages[first..=last].iter().any(|&p| p & 1 != 0) {
-                        f(c);
-                    }
+                for li in 0..LEAF {
+                    // SAFETY: see `get`.
+                    f(unsafe { &*leaf.add(li) });
                 }
             }
         }
@@ -382,36 +298,6 @@ impl<C: Default> PageTable<C> {
             f(c);
         }
     }
-}
-
-/// The page size `mincore` works in (4 KiB on x86-64; a larger real page size
-/// only makes [`resident_pages`] answer for each of its 4 KiB parts alike).
-const PAGE: usize = 4096;
-
-fn page_start(a: usize) -> usize {
-    a & !(PAGE - 1)
-}
-
-/// Which pages of `cells`' memory are resident (bit 0 of `pages[i]` for the `i`-th
-/// page from the one holding the first byte), by `mincore`; false if the kernel
-/// cannot say (then the caller reads every cell).
-fn resident_pages<C>(cells: &[C], pages: &mut Vec<u8>) -> bool {
-    let start = page_start(cells.as_ptr() as usize);
-    let end = cells.as_ptr() as usize + std::mem::size_of_val(cells);
-    let n = (end - start).div_ceil(PAGE);
-    pages.clear();
-    pages.resize(n, 0);
-    // SAFETY: `start..start + n * PAGE` covers mapped memory only where the cells
-    // are (a range with unmapped pages makes the call fail, and that answer is
-    // not used); `pages` has one byte per page, as `mincore` writes.
-    let rc = unsafe {
-        libc::mincore(
-            start as *mut libc::c_void,
-            n * PAGE,
-            pages.as_mut_ptr() as *mut libc::c_uchar,
-        )
-    };
-    rc == 0
 }
 
 impl<C> Drop for PageTable<C> {
@@ -422,25 +308,11 @@ impl<C> Drop for PageTable<C> {
                 continue;
             }
             for mi in 0..1usize << MID_BITS {
-                // SAFETY: installed by `install` (or `install_zeroed`, in a zeroed
-                // table) with length LEAF; dropped once here.
-                let leaf = unsafe { (*mid.add(mi)).load(Ordering::Acquire) };
-                if self.zeroed {
-                    // SAFETY: as above.
-                    unsafe { free_zeroed_array(leaf, LEAF) };
-                } else {
-                    // SAFETY: as above.
-                    unsafe { free(leaf, LEAF) };
-                }
+                // SAFETY: installed by `install` with length LEAF; dropped once here.
+                unsafe { free((*mid.add(mi)).load(Ordering::Acquire), LEAF) };
             }
-            // SAFETY: installed with length `1 << MID_BITS`, as above.
-            unsafe {
-                if self.zeroed {
-                    free_zeroed_array(mid, 1 << MID_BITS);
-                } else {
-                    free(mid, 1 << MID_BITS);
-                }
-            }
+            // SAFETY: installed by `install` with length `1 << MID_BITS`.
+            unsafe { free(mid, 1 << MID_BITS) };
         }
     }
 }
@@ -655,7 +527,6 @@ mod tests {
             for (i, &k) in keys.iter().enumerate() {
                 assert_eq!(t.get(k).0.load(Ordering::Relaxed), i as u64 + 1);
             }
-            // The walk skips only pages never touched: it sees every cell set.
             let (mut nonzero, mut sum) = (0, 0);
             t.for_each_cell(|c| {
                 let v = c.0.load(Ordering::Relaxed);
