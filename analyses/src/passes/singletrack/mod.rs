@@ -503,10 +503,13 @@ impl SingleTrack {
             shared: shared.clone(),
             finished: cf.finished(),
             state: Mutex::new(State { cf, xs }),
-            // Leaves built eagerly, not as zeroed allocations (`PageTable::zeroed`,
-            // FastTrack's): crypt, whose 36 M locations all get a cell, a stamp and
-            // FastTrack's cell, took 5.2–5.3 s with SingleTrack's leaves zeroed
-            // against 4.4–4.6 s, 1 s more system time in page faults.
+            // Leaves built eagerly, not as lazily committed zeroed allocations
+            // (`PageTable::zeroed`): crypt, whose 36 M locations all get a cell, a
+            // stamp and FastTrack's cell, took 5.2–5.3 s with SingleTrack's leaves
+            // zeroed against 4.4–4.6 s, 1 s more system time in page faults (a cell
+            // read before it is written costs two faults per page). One clear per
+            // leaf (`PageTable::zeroed_committed`, FastTrack's) would build the same
+            // pages with less work; not measured yet.
             cells: PageTable::default(),
             stamps: PageTable::default(),
             live,
