@@ -319,11 +319,12 @@ impl Interp {
                             let slot = self.element(a, i, *site)?;
                             self.point()?;
                             let v = r!(src);
-                            heap::store(a, slot, v);
+                            // The event before the store, as for fields (`Interp::write`).
                             if self.hook.is_on() {
                                 let ev = rtops::element_write(img, a, i as u64, v);
                                 self.hook.emit(*site, ev);
                             }
+                            heap::store(a, slot, v);
                         }
                         Inst::ArrayLength { dst, arr, site } => {
                             let a = r!(arr);
@@ -613,8 +614,11 @@ impl Interp {
         if volatile {
             self.hook.store_volatile(o, slot, v, loc, value, site);
         } else {
-            heap::store(o, slot, v);
+            // The event before the store: a filter marks what a written reference
+            // makes reachable before another thread can read it there (see the
+            // `escape` pass's module doc).
             self.hook.emit(site, EventKind::Write { loc, value });
+            heap::store(o, slot, v);
         }
     }
 }

@@ -1735,9 +1735,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.call_rt(Rt::VolatileWrite, &[o, w, sl, bits, r, s]);
             return;
         }
-        self.b
-            .ins()
-            .store(heap_mem(), v, o, (word as usize * layout::WORD) as i32);
+        // The event before the store, as in the interpreter (a filter marks what a
+        // written reference makes reachable before another thread can read it there).
         if self.opts().access_hooks {
             let sl = self.iconst(slot);
             let bits = self.bits(v);
@@ -1753,6 +1752,9 @@ impl<'a, 'b> Translator<'a, 'b> {
                 slot as u32,
             );
         }
+        self.b
+            .ins()
+            .store(heap_mem(), v, o, (word as usize * layout::WORD) as i32);
     }
 
     fn put_field(&mut self, obj: Local, field: FieldRef, src: Local, site: SiteId) {
@@ -1868,7 +1870,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let p = self.element(a, i, site);
         self.point();
         let v = self.use_(src);
-        self.b.ins().store(heap_mem(), v, p, Self::DATA);
+        // The event before the store, as for fields (`write`).
         if self.opts().access_hooks {
             let bits = self.bits(v);
             let s = self.iconst(site.0 as i64);
@@ -1881,6 +1883,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             let f = Filtering::Header;
             self.access_hook(Rt::EvArrayWrite, a, &args, f, w, site, 0);
         }
+        self.b.ins().store(heap_mem(), v, p, Self::DATA);
     }
 
     fn array_length(&mut self, dst: Local, arr: Local, site: SiteId) {

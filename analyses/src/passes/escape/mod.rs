@@ -19,10 +19,12 @@
 //! a run together cost time linear in the heap; see [`leak`].
 //!
 //! # Why "mark before the store becomes visible" is correct under parallel threads
-//! The producer delivers a `Write`/`VolatileWrite` event *before* it performs the
-//! store. So when the reference v becomes readable through the shared object,
-//! everything reachable from v is already marked, and the invariant "an object that
-//! another thread can obtain is in G" holds at every instant, not just between events.
+//! The producer delivers a `Write` event *before* it performs the store (both tiers),
+//! and a `VolatileWrite` atomically with it (under the location's volatile lock, which
+//! volatile reads of the location take too). So when the reference v becomes
+//! readable through the shared object, everything reachable from v is already marked,
+//! and the invariant "an object that another thread can obtain is in G" holds at every
+//! instant, not just between events.
 //! A thread that obtains v through a race-free path (a monitor, a volatile read, a
 //! join, a barrier) is ordered after the marking by that very synchronization, so
 //! it sees the bit (the mark itself may be a relaxed atomic: the release/acquire of
