@@ -194,11 +194,11 @@ class Main {
     );
 }
 
-/// A pass that asks the heap, at every `Write` of a reference, whether the written
-/// object is already reachable from the written object's fields or elements.
+/// A pass that asks the heap, at every `Write` of a reference, whether the reference
+/// is already in one of the target's fields or elements (stored before the event).
 struct StoreOrder {
     env: Arc<dyn Env>,
-    /// (written before the event?, the written object's label) per reference write.
+    /// (already in place?, the written reference's label) per reference write.
     seen: Arc<Mutex<Vec<(bool, String)>>>,
 }
 
