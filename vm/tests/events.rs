@@ -7,7 +7,7 @@ use std::sync::Arc;
 use analyses::env::Env;
 use analyses::pass::{Local as PassLocal, Pass};
 use analyses::thread::ThreadState;
-use analyses::{Chain, ChainOptions, Event, EventKind, Flow, Shared};
+use analyses::{Event, EventKind, Flow};
 use common::*;
 use parking_lot::Mutex;
 use vm::{ExitKind, RunConfig, SchedKind, Tier};
@@ -247,15 +247,12 @@ class Main {
         let s2 = seen.clone();
         let cfg = RunConfig {
             tier,
-            chain_factory: Some(Arc::new(move |env: Arc<dyn Env>| {
-                let pass = StoreOrder {
-                    env: env.clone(),
+            ..one_pass(move |env| {
+                Box::new(StoreOrder {
+                    env,
                     seen: s2.clone(),
-                };
-                let shared = Shared::new(env, ChainOptions::default());
-                Ok(Chain::from_passes(vec![Box::new(pass)], shared))
-            })),
-            ..RunConfig::default()
+                })
+            })
         };
         let out = run_src(src, &cfg);
         assert_eq!(out.exit, ExitKind::Ok, "{:?}", out.error_text);

@@ -276,21 +276,28 @@ impl Pass for LogPass {
     }
 }
 
+/// A config whose chain is the one pass `make` builds for the run's environment.
+pub fn one_pass(make: impl Fn(Arc<dyn Env>) -> Box<dyn Pass> + Send + Sync + 'static) -> RunConfig {
+    RunConfig {
+        chain_factory: Some(Arc::new(move |env: Arc<dyn Env>| {
+            let pass = make(env.clone());
+            let shared = Shared::new(env, ChainOptions::default());
+            Ok(Chain::from_passes(vec![pass], shared))
+        })),
+        ..RunConfig::default()
+    }
+}
+
 /// A config whose chain is one pass logging every event into the returned log.
 pub fn logging(sched: SchedKind) -> (RunConfig, Arc<EventLog>) {
     let log = Arc::new(EventLog::default());
     let l2 = log.clone();
     let cfg = RunConfig {
         sched,
-        chain_factory: Some(Arc::new(move |env: Arc<dyn Env>| {
-            *l2.env.lock() = Some(env.clone());
-            let shared = Shared::new(env, ChainOptions::default());
-            Ok(Chain::from_passes(
-                vec![Box::new(LogPass(l2.clone()))],
-                shared,
-            ))
-        })),
-        ..RunConfig::default()
+        ..one_pass(move |env| {
+            *l2.env.lock() = Some(env);
+            Box::new(LogPass(l2.clone()))
+        })
     };
     (cfg, log)
 }
