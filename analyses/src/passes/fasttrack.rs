@@ -64,89 +64,155 @@ fn unpack_acc(site: u64, index: u64, e: Epoch, op: Op) -> Acc {
     }
 }
 
-/// Concurrent reads: FT2's read vector clock, as atomics so that a thread can run the
-/// [FT read shared same epoch] check on its own entry without the cell's lock (only
-/// the lock holder stores, and only thread `u` ever stores a clock of `u` into entry
-/// `u`), and the last read of each thread (used under the cell's lock only).
-struct SharedReads {
-    /// `[owner, n, R[0], …, R[n-1]]`: the address of this `SharedReads` in two
-    /// words ([`OWNER_WORDS`], so that the lock holder finds it from `r`), then the
-    /// length, so that the hot word `r` can point straight at `[n, R[0], …]` (see
-    /// [`shared_clock`]).
-    clocks: Box<[AtomicU32]>,
-    accs: Mutex<Vec<Option<Acc>>>,
+/// Concurrent reads, in one allocation of `u32` words (most shared locations are read
+/// by two or three threads, and a program may have a million of them: lufact):
+/// `[lines, n, R[0..n], site[0..n], ctx[0..n]]`, and when `lines` is 1 (events with
+/// trace lines, offline) `line_lo[0..n], line_hi[0..n]` after them. `R` is FT2's
+/// read vector clock, as atomics so that a thread can run the [FT read shared same
+/// epoch] check on its own entry without the cell's lock (only the lock holder
+/// stores, and only thread `u` ever stores a clock of `u` into entry `u`); the cell's
+/// tagged `r` points straight at `n` ([`shared_clock`]). The rest is the last read of
+/// each thread `u` with `R[u] > 0`, used under the cell's lock only.
+#[derive(Copy, Clone)]
+struct SharedReads<'a>(&'a [AtomicU32]);
+
+/// Words of a [`SharedReads`] before its length.
+const HEAD: usize = 1;
+
+/// Words of a [`SharedReads`] for `n` threads.
+const fn shared_words(n: usize, lines: bool) -> usize {
+    HEAD + 1 + n * if lines { 5 } else { 3 }
 }
 
-/// Every `SharedReads` the cells of one table have had, current or replaced by a
+/// Every [`SharedReads`] the cells of one table have had, current or replaced by a
 /// larger one, freed together when the table is dropped: a replaced clock array
 /// stays readable for lock-free readers that may still hold it, and a cell needs no
 /// drop of its own, so the shadow of a large heap is unmapped at the end without
 /// reading every cell again (crypt: 36 M cells, 1.15 GB).
 #[derive(Default)]
-struct ReadsPool(Mutex<Vec<OwnedReads>>);
+struct ReadsPool(Mutex<Vec<KeptReads>>);
 
-/// A `SharedReads` from `Box::into_raw`, owned by its [`ReadsPool`].
-struct OwnedReads(*mut SharedReads);
+/// The first word of a `Box<[AtomicU32]>` of [`shared_words`] words (from its own
+/// first two words), owned by its [`ReadsPool`].
+struct KeptReads(*mut AtomicU32);
 
-// SAFETY: `SharedReads` is `Send + Sync` (atomics and a mutex); the pointer is only
-// turned back into its box when the pool is dropped.
-unsafe impl Send for OwnedReads {}
+// SAFETY: atomics only; the pointer is turned back into its box only when the pool
+// is dropped.
+unsafe impl Send for KeptReads {}
 
 impl ReadsPool {
-    /// Take ownership of `sh`; it lives until the pool is dropped.
-    fn keep(&self, sh: Box<SharedReads>) -> *const SharedReads {
-        let p = Box::into_raw(sh);
-        self.0.lock().push(OwnedReads(p));
-        p
+    /// A new, empty shared read state for threads `0..n`, kept until the pool is
+    /// dropped.
+    fn alloc(&self, n: usize, lines: bool) -> SharedReads<'_> {
+        let len = shared_words(n, lines);
+        let words: Box<[AtomicU32]> = (0..len).map(|_| AtomicU32::new(0)).collect();
+        words[0].store(u32::from(lines), Relaxed);
+        words[HEAD].store(n as u32, Relaxed);
+        let p = Box::into_raw(words) as *mut AtomicU32;
+        self.0.lock().push(KeptReads(p));
+        // SAFETY: `len` words from `Box::into_raw`, freed only when the pool is.
+        SharedReads(unsafe { std::slice::from_raw_parts(p, len) })
     }
 }
 
 impl Drop for ReadsPool {
     fn drop(&mut self) {
-        for OwnedReads(p) in self.0.get_mut().drain(..) {
-            // SAFETY: from `Box::into_raw` in `keep`, freed once, here; the cells
-            // that point at it are being dropped with the pool's table.
-            drop(unsafe { Box::from_raw(p) });
+        for KeptReads(p) in self.0.get_mut().drain(..) {
+            // SAFETY: from `Box::into_raw` in `alloc`, whose first two words still
+            // give its length; freed once, here; the cells that point at it are
+            // being dropped with the pool's table.
+            unsafe {
+                let n = (*p.add(HEAD)).load(Relaxed) as usize;
+                let len = shared_words(n, (*p).load(Relaxed) != 0);
+                drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, len)));
+            }
         }
     }
 }
 
-/// Words of [`SharedReads::clocks`] before the length: the owner's address.
-const OWNER_WORDS: usize = 2;
+impl<'a> SharedReads<'a> {
+    /// The shared reads a tagged `r` points at.
+    ///
+    /// # Safety
+    /// `r` must be a cell's tagged `r` word (or one it had), whose [`ReadsPool`]
+    /// outlives `'a`.
+    unsafe fn of(r: u64) -> SharedReads<'a> {
+        let p = (r & !SHARED_TAG) as *const AtomicU32;
+        // SAFETY: `p` points at the length of a kept allocation (caller), `HEAD`
+        // words into it; the lines flag and the length give its size.
+        unsafe {
+            let start = p.sub(HEAD);
+            let n = (*p).load(Relaxed) as usize;
+            let len = shared_words(n, (*start).load(Relaxed) != 0);
+            SharedReads(std::slice::from_raw_parts(start, len))
+        }
+    }
 
-impl SharedReads {
+    fn len(self) -> usize {
+        self.0[HEAD].load(Relaxed) as usize
+    }
+
+    fn has_lines(self) -> bool {
+        self.0[0].load(Relaxed) != 0
+    }
+
+    /// Word `u` of part `part` (0: `R`, 1: sites, 2: contexts, 3, 4: lines).
+    fn word(self, part: usize, u: Tid) -> &'a AtomicU32 {
+        &self.0[HEAD + 1 + part * self.len() + u as usize]
+    }
+
     /// Entries `(u, R[u])` with `R[u] > 0`.
-    fn entries(&self) -> impl Iterator<Item = (Tid, u32)> + '_ {
-        self.clocks[OWNER_WORDS + 1..]
+    fn entries(self) -> impl Iterator<Item = (Tid, u32)> + 'a {
+        let n = self.len();
+        self.0[HEAD + 1..HEAD + 1 + n]
             .iter()
             .enumerate()
             .map(|(u, c)| (u as Tid, c.load(Relaxed)))
             .filter(|(_, c)| *c > 0)
     }
-    /// `R[t]` (0 past the end).
-    fn get(&self, t: Tid) -> u32 {
-        self.clocks
-            .get(OWNER_WORDS + 1 + t as usize)
-            .map_or(0, |c| c.load(Relaxed))
-    }
-    fn len(&self) -> usize {
-        self.clocks.len() - OWNER_WORDS - 1
-    }
-}
 
-/// The `SharedReads` whose clocks a tagged `r` points at.
-///
-/// # Safety
-/// `r` must be a cell's tagged `r` word (or one it had), whose [`ReadsPool`] is
-/// still alive.
-unsafe fn shared_owner(r: u64) -> *const SharedReads {
-    let p = (r & !SHARED_TAG) as *const AtomicU32;
-    // SAFETY: `p` points at `clocks[OWNER_WORDS]` of a live `SharedReads`
-    // (caller), whose first two words hold its address, low half first.
-    unsafe {
-        let lo = (*p.sub(2)).load(Relaxed);
-        let hi = (*p.sub(1)).load(Relaxed);
-        (u64::from(lo) | u64::from(hi) << 32) as *const SharedReads
+    /// `R[t]` (0 past the end).
+    fn get(self, t: Tid) -> u32 {
+        if (t as usize) < self.len() {
+            self.word(0, t).load(Relaxed)
+        } else {
+            0
+        }
+    }
+
+    /// Thread `u`'s last read (an entry of [`SharedReads::entries`]).
+    fn acc(self, u: Tid) -> Acc {
+        let w = |part| self.word(part, u).load(Relaxed);
+        let index = if self.has_lines() {
+            u64::from(w(3)) | u64::from(w(4)) << 32
+        } else {
+            0
+        };
+        Acc {
+            tid: u,
+            op: Op::Read,
+            site: SiteId(w(1)),
+            ctx: CtxId(w(2)),
+            index,
+        }
+    }
+
+    /// `R[u] := c`, with `a` as `u`'s last read (`u` below the length, a line only
+    /// with lines; by the lock holder).
+    fn set(self, u: Tid, c: u32, a: &Acc) {
+        debug_assert!(a.index == 0 || self.has_lines());
+        self.word(1, u).store(a.site.0, Relaxed);
+        self.word(2, u).store(a.ctx.0, Relaxed);
+        if self.has_lines() {
+            self.word(3, u).store(a.index as u32, Relaxed);
+            self.word(4, u).store((a.index >> 32) as u32, Relaxed);
+        }
+        self.word(0, u).store(c, Relaxed);
+    }
+
+    /// The address a tagged `r` holds: that of the length.
+    fn addr(self) -> u64 {
+        self.0[HEAD..].as_ptr() as u64
     }
 }
 
@@ -163,7 +229,7 @@ fn cached_read(cache: u64, e: Epoch) -> bool {
 #[inline]
 fn shared_clock(r: u64, t: Tid) -> u32 {
     let p = (r & !SHARED_TAG) as *const AtomicU32;
-    // SAFETY: a tagged `r` holds the address of `clocks[OWNER_WORDS..]` of a
+    // SAFETY: a tagged `r` holds the address of the length of a
     // `SharedReads` (the cell's current one or one it replaced) owned by the
     // table's `ReadsPool`, which lives until the shadow tables are dropped; `[0]`
     // is its length, and `1 + t` is checked against it.
@@ -186,7 +252,7 @@ const LOCKED: u64 = 1 << 62;
 /// - `r`: the read epoch `R` as a packed epoch, or, once reads are concurrent (FT2
 ///   never returns to an epoch), the address of the shared read clock tagged with
 ///   [`SHARED_TAG`] (the `SharedReads` the cell owns, with its readers' clocks and
-///   sites, is found from it: [`shared_owner`]);
+///   sites, is found from it: [`SharedReads::of`]);
 /// - `w_site`: the packed site of `W` ([`pack_site`]);
 /// - `r_site`: the packed site of `R` while it is an epoch; while it is shared, a
 ///   cache of two recent readers' epochs ([`fasttrack_read_key`]: the thread's
@@ -255,64 +321,61 @@ impl Cell {
 }
 
 impl Locked<'_> {
-    /// The shared read clocks, if the reads are shared.
+    /// The shared reads, if the reads are shared.
     #[inline]
-    fn shared(&self) -> Option<&SharedReads> {
-        let c = self.cell;
-        if c.r.load(Relaxed) & SHARED_TAG == 0 {
-            return None;
-        }
-        // SAFETY: a tagged `r` points at the clocks of a `SharedReads` that
-        // `set_shared` gave to the table's `ReadsPool`, which outlives the cells.
-        Some(unsafe { &*shared_owner(c.r.load(Relaxed)) })
+    fn shared(&self) -> Option<SharedReads<'_>> {
+        let r = self.cell.r.load(Relaxed);
+        // SAFETY: a tagged `r` points at a `SharedReads` that `set_shared` took from
+        // the table's `ReadsPool`, which outlives the cells.
+        (r & SHARED_TAG != 0).then(|| unsafe { SharedReads::of(r) })
     }
 
-    /// `R[t] := c` on the shared read clocks, growing them if `t` has no entry yet
-    /// (a new `SharedReads`, kept by `pool`), and point `r` at them; `acc` becomes
-    /// `t`'s last read.
-    fn set_shared(&self, pool: &ReadsPool, t: Tid, c: u32, acc: Acc) {
+    /// `R[u] := c` on the shared reads, with `a` as `u`'s last read, for each
+    /// `(u, c, a)` of `reads` in order. When some `u` has no entry yet (or a read has
+    /// a trace line and the reads keep none), the reads move to a larger copy from
+    /// `pool` first, and `r` points at it.
+    fn set_shared(&self, pool: &ReadsPool, reads: &[(Tid, u32, Acc)]) {
         let cell = self.cell;
         let cur = self.shared();
-        if cur.is_none_or(|sh| (t as usize) >= sh.len()) {
-            let n = (t as usize + 1).max(cur.map_or(0, |sh| 2 * sh.len()));
-            let clocks: Box<[AtomicU32]> = [0, 0, n as u32]
-                .into_iter()
-                .chain((0..n).map(|u| cur.map_or(0, |sh| sh.get(u as Tid))))
-                .map(AtomicU32::new)
-                .collect();
-            let mut accs = cur
-                .map(|sh| std::mem::take(&mut *sh.accs.lock()))
-                .unwrap_or_default();
-            // Room for exactly the `n` readers the clocks have (growth would leave
-            // twice the space, and at least four entries: most shared locations are
-            // read by two threads, and there may be millions of them).
-            accs.reserve_exact(n.saturating_sub(accs.len()));
-            let fresh = Box::new(SharedReads {
-                clocks,
-                accs: Mutex::new(accs),
-            });
-            let addr = fresh.clocks[OWNER_WORDS..].as_ptr() as u64;
-            debug_assert_eq!(addr & SHARED_TAG, 0);
-            let owner = pool.keep(fresh);
-            // SAFETY: kept by the pool, which outlives this call.
-            let words = unsafe { &(*owner).clocks };
-            words[0].store(owner as u64 as u32, Relaxed);
-            words[1].store((owner as u64 >> 32) as u32, Relaxed);
-            if cur.is_none() {
-                // `r_site` becomes the (empty) cache of readers before `r` is
-                // tagged, so that a reader who sees the tag sees no site there.
-                cell.r_site.store(0, Relaxed);
+        let need = reads.iter().map(|r| r.0 as usize + 1).max().unwrap_or(0);
+        let lines = reads.iter().any(|r| r.2.index != 0);
+        let sh = match cur {
+            Some(sh) if need <= sh.len() && (sh.has_lines() || !lines) => sh,
+            _ => {
+                // Exactly the readers there are at first (most shared locations
+                // stay read by two or three threads); twice as many on growth.
+                let grown = cur.map_or(0, |sh| {
+                    if need > sh.len() {
+                        2 * sh.len()
+                    } else {
+                        sh.len()
+                    }
+                });
+                let lines = lines || cur.is_some_and(|sh| sh.has_lines());
+                let fresh = pool.alloc(need.max(grown), lines);
+                if let Some(sh) = cur {
+                    for (u, c) in sh.entries() {
+                        fresh.set(u, c, &sh.acc(u));
+                    }
+                } else {
+                    // `r_site` becomes the (empty) cache of readers before `r` is
+                    // tagged, so that a reader who sees the tag sees no site there.
+                    cell.r_site.store(0, Relaxed);
+                }
+                debug_assert_eq!(fresh.addr() & SHARED_TAG, 0);
+                cell.r.store(fresh.addr() | SHARED_TAG, Release);
+                fresh
             }
-            cell.r.store(addr | SHARED_TAG, Release);
+        };
+        for &(t, c, ref a) in reads {
+            sh.set(t, c, a);
+            // `t`'s slot of the cache: `(t, c)`, or empty for an epoch with no slot
+            // form.
+            let slot = u64::from(u32::MAX) << (32 * (t & 1));
+            let (mask, key) = fasttrack_read_key(t, c);
+            let kept = cell.r_site.load(Relaxed) & !slot;
+            cell.r_site.store(kept | (key & mask), Relaxed);
         }
-        let sh = self.shared().expect("installed above");
-        sh.clocks[OWNER_WORDS + 1 + t as usize].store(c, Relaxed);
-        set_acc(&mut sh.accs.lock(), acc);
-        // `t`'s slot of the cache: `(t, c)`, or empty for an epoch with no slot form.
-        let slot = u64::from(u32::MAX) << (32 * (t & 1));
-        let (mask, key) = fasttrack_read_key(t, c);
-        let kept = cell.r_site.load(Relaxed) & !slot;
-        cell.r_site.store(kept | (key & mask), Relaxed);
     }
 }
 
@@ -448,14 +511,6 @@ pub struct FastTrack {
     rules: PageTable<RuleCounts>,
 }
 
-fn set_acc(v: &mut Vec<Option<Acc>>, a: Acc) {
-    let i = a.tid as usize;
-    if v.len() <= i {
-        v.resize(i + 1, None);
-    }
-    v[i] = Some(a);
-}
-
 impl FtCells {
     /// The address of the cells' top level, for [`InlineCheck::FastTrack`].
     pub(crate) fn top_addr(&self) -> u64 {
@@ -575,9 +630,8 @@ impl FtCells {
         let c = self.cells.get(loc.key());
         let mut lk = c.lock();
         if shared {
-            for (e, a) in reads {
-                lk.set_shared(&self.reads, e.tid, e.clock, *a);
-            }
+            let reads: Vec<_> = reads.iter().map(|(e, a)| (e.tid, e.clock, *a)).collect();
+            lk.set_shared(&self.reads, &reads);
         } else if let Some((e, a)) = reads.first() {
             c.r_site.store(pack_site(a), Relaxed);
             c.r.store(Epoch::pack(*e), Release);
@@ -631,7 +685,7 @@ impl FtCells {
         }
         if lk.shared().is_some() {
             // [FT read shared]
-            lk.set_shared(&self.reads, t.tid, e.clock, *cur);
+            lk.set_shared(&self.reads, &[(t.tid, e.clock, *cur)]);
             return Rule::ReadShared;
         }
         let r = Epoch::unpack(r);
@@ -647,8 +701,10 @@ impl FtCells {
             // [FT read share]
             let line = lines.map_or(0, |l| l.r.load(Relaxed));
             let prev = unpack_acc(c.r_site.load(Relaxed), line, r, Op::Read);
-            lk.set_shared(&self.reads, r.tid, r.clock, prev);
-            lk.set_shared(&self.reads, t.tid, e.clock, *cur);
+            lk.set_shared(
+                &self.reads,
+                &[(r.tid, r.clock, prev), (t.tid, e.clock, *cur)],
+            );
             Rule::ReadShare
         }
     }
@@ -690,12 +746,9 @@ impl FtCells {
             }
             // [FT shared-read-write race], one warning per unordered reader
             Some(sh) => {
-                let accs = sh.accs.lock();
                 for (u, c) in sh.entries() {
-                    if c > t.vc.get(u)
-                        && let Some(prev) = accs.get(u as usize).copied().flatten()
-                    {
-                        race(prev, "read-write");
+                    if c > t.vc.get(u) {
+                        race(sh.acc(u), "read-write");
                     }
                 }
                 Rule::WriteShared
@@ -900,14 +953,14 @@ mod tests {
         let pool = ReadsPool::default();
         let c = Cell::default();
         let h = &c;
-        c.lock().set_shared(&pool, 1, 4, acc(1));
+        c.lock().set_shared(&pool, &[(1, 4, acc(1))]);
         let r1 = h.r.load(Relaxed);
         assert_ne!(r1 & SHARED_TAG, 0);
         assert_eq!(shared_clock(r1, 1), 4);
         assert_eq!(shared_clock(r1, 0), 0);
         assert_eq!(shared_clock(r1, 7), 0, "past the end");
         // Growing moves the clocks to a new array; the old one stays valid.
-        c.lock().set_shared(&pool, 9, 2, acc(9));
+        c.lock().set_shared(&pool, &[(9, 2, acc(9))]);
         let r2 = h.r.load(Relaxed);
         assert_ne!(r1, r2);
         assert_eq!(shared_clock(r2, 1), 4);
@@ -916,9 +969,47 @@ mod tests {
         let lk = c.lock();
         let sh = lk.shared().unwrap();
         assert_eq!(sh.entries().collect::<Vec<_>>(), vec![(1, 4), (9, 2)]);
-        let accs = sh.accs.lock();
-        assert_eq!(accs[1].map(|a| a.site), Some(SiteId(2)));
-        assert_eq!(accs[9].map(|a| a.site), Some(SiteId(10)));
+        assert_eq!(sh.acc(1).site, SiteId(2));
+        assert_eq!(sh.acc(9).site, SiteId(10));
+    }
+
+    #[test]
+    fn shared_reads_keep_each_readers_access_and_take_lines_when_one_comes() {
+        let pool = ReadsPool::default();
+        let c = Cell::default();
+        let at = |tid, site, ctx, index| Acc {
+            tid,
+            op: Op::Read,
+            site: SiteId(site),
+            ctx: CtxId(ctx),
+            index,
+        };
+        // Online: no lines; one allocation sized for exactly the readers there are.
+        c.lock()
+            .set_shared(&pool, &[(2, 7, at(2, 20, 5, 0)), (0, 3, at(0, 10, 6, 0))]);
+        let r1 = c.r.load(Relaxed);
+        {
+            let lk = c.lock();
+            let sh = lk.shared().unwrap();
+            assert_eq!((sh.len(), sh.has_lines()), (3, false));
+            assert_eq!(sh.entries().collect::<Vec<_>>(), vec![(0, 3), (2, 7)]);
+            assert_eq!(sh.acc(2), at(2, 20, 5, 0));
+            assert_eq!(sh.acc(0), at(0, 10, 6, 0));
+        }
+        // A read with a trace line moves the reads to a copy that keeps lines,
+        // with the same entries, even though its thread has one already.
+        let big = (1u64 << 40) + 9;
+        c.lock().set_shared(&pool, &[(0, 4, at(0, 11, 1, big))]);
+        let r2 = c.r.load(Relaxed);
+        assert_ne!(r1, r2);
+        assert_eq!(shared_clock(r1, 2), 7, "the replaced array stays readable");
+        let lk = c.lock();
+        let sh = lk.shared().unwrap();
+        assert_eq!((sh.len(), sh.has_lines()), (3, true));
+        assert_eq!(sh.entries().collect::<Vec<_>>(), vec![(0, 4), (2, 7)]);
+        assert_eq!(sh.acc(0), at(0, 11, 1, big));
+        assert_eq!(sh.acc(2), at(2, 20, 5, 0));
+        assert_eq!(pool.0.lock().len(), 2);
     }
 
     #[test]
@@ -927,7 +1018,7 @@ mod tests {
         let c = Cell::default();
         let cache = || c.r_site.load(Relaxed);
         c.r_site.store(pack_site(&acc(1)), Relaxed);
-        c.lock().set_shared(&pool, 1, 4, acc(1));
+        c.lock().set_shared(&pool, &[(1, 4, acc(1))]);
         assert!(cached_read(cache(), Epoch::new(1, 4)));
         assert!(
             !cached_read(cache(), Epoch::new(1, 5)),
@@ -937,23 +1028,23 @@ mod tests {
             !cached_read(cache(), Epoch::new(3, 4)),
             "same slot, other thread"
         );
-        c.lock().set_shared(&pool, 2, 9, acc(2));
+        c.lock().set_shared(&pool, &[(2, 9, acc(2))]);
         assert!(
             cached_read(cache(), Epoch::new(1, 4)),
             "the other slot stays"
         );
         assert!(cached_read(cache(), Epoch::new(2, 9)));
         // Thread 3 takes thread 1's slot: 1 is then decided on the clock array.
-        c.lock().set_shared(&pool, 3, 4, acc(3));
+        c.lock().set_shared(&pool, &[(3, 4, acc(3))]);
         assert!(!cached_read(cache(), Epoch::new(1, 4)));
         assert!(cached_read(cache(), Epoch::new(3, 4)));
         let r = c.r.load(Relaxed);
         assert_eq!(shared_clock(r, 1), 4);
         // Epochs with no slot form never match, and clear the slot.
-        c.lock().set_shared(&pool, 3, 1 << 24, acc(3));
+        c.lock().set_shared(&pool, &[(3, 1 << 24, acc(3))]);
         assert!(!cached_read(cache(), Epoch::new(3, 1 << 24)));
         assert!(!cached_read(cache(), Epoch::new(3, 4)));
-        c.lock().set_shared(&pool, 600, 2, acc(600));
+        c.lock().set_shared(&pool, &[(600, 2, acc(600))]);
         assert!(!cached_read(cache(), Epoch::new(600, 2)));
         assert!(
             !cached_read(cache(), Epoch::new(2, 9)),
