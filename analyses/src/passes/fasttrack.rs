@@ -630,7 +630,8 @@ impl FtCells {
         let c = self.cells.get(loc.key());
         let mut lk = c.lock();
         if shared {
-            let reads: Vec<_> = reads.iter().map(|(e, a)| (e.tid, e.clock, *a)).collect();
+            let reads: smallvec::SmallVec<[_; 4]> =
+                reads.iter().map(|(e, a)| (e.tid, e.clock, *a)).collect();
             lk.set_shared(&self.reads, &reads);
         } else if let Some((e, a)) = reads.first() {
             c.r_site.store(pack_site(a), Relaxed);
