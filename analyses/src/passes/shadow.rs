@@ -28,8 +28,6 @@ use crate::report::{AccessInfo, Warning, WarningKind};
 use crate::spin::SpinCell;
 use crate::thread::ThreadState;
 
-mod arena;
-
 /// Cells per leaf (words of address space).
 pub const LEAF_BITS: u32 = 12;
 pub const LEAF: usize = 1 << LEAF_BITS;
@@ -51,10 +49,6 @@ pub struct PageTable<C> {
     /// ... cleared when created, all their pages resident
     /// ([`PageTable::zeroed_committed`]).
     commit: bool,
-    /// Where leaves come from once the table is large, unless they are zeroed and
-    /// committed lazily (then they are sparse: a huge page would make a whole 2 MiB
-    /// resident for one touched cell).
-    arena: arena::Arena,
 }
 
 /// Cells whose all-zero bytes are a valid value equal to `Default::default()`.
@@ -76,7 +70,6 @@ impl<C: Default> Default for PageTable<C> {
             overflow: Mutex::new(HashMap::new()),
             zeroed: false,
             commit: false,
-            arena: arena::Arena::default(),
         }
     }
 }
@@ -211,26 +204,14 @@ impl<C: Default> PageTable<C> {
             mid = unsafe { load_or_install_zeroed(&self.top[ti], 1 << MID_BITS, false) };
             // SAFETY: as below.
             let leaf_slot = unsafe { &*mid.add(mi) };
-            let p = leaf_slot.load(Ordering::Acquire);
-            leaf = if !p.is_null() {
-                p
-            } else if self.commit {
-                self.install_leaf(leaf_slot)
-            } else {
-                // SAFETY: as above.
-                unsafe { install_zeroed(leaf_slot, LEAF, false) }
-            };
+            // SAFETY: as above.
+            leaf = unsafe { load_or_install_zeroed(leaf_slot, LEAF, self.commit) };
         } else {
             mid = load_or_install(&self.top[ti], 1 << MID_BITS, AtomicPtr::default);
             // SAFETY: `mid` points to an array of `1 << MID_BITS` slots that lives as
             // long as `self` (installed once, freed only in `drop`); `mi` is in range.
             let leaf_slot = unsafe { &*mid.add(mi) };
-            let p = leaf_slot.load(Ordering::Acquire);
-            leaf = if p.is_null() {
-                self.install_leaf(leaf_slot)
-            } else {
-                p
-            };
+            leaf = load_or_install(leaf_slot, LEAF, C::default);
         }
         // SAFETY: as above, for a leaf of `LEAF` cells; `li < LEAF`.
         unsafe { &*leaf.add(li) }
@@ -275,48 +256,6 @@ impl<C: Default> PageTable<C> {
         }
         // SAFETY: as in `get`.
         Some(unsafe { &*leaf.add(li) })
-    }
-
-    /// Install a leaf of default cells in `slot` unless another thread did: from the
-    /// global allocator while the table is small (zeroed and cleared if the table is
-    /// [`PageTable::zeroed_committed`]), then from the arena (whose memory is zero).
-    #[cold]
-    fn install_leaf(&self, slot: &Leaf<C>) -> *mut C {
-        let layout = std::alloc::Layout::array::<C>(LEAF).expect("a leaf's size fits");
-        if self.arena.small(layout.size()) {
-            return if self.zeroed {
-                // SAFETY: `zeroed` only for `C: Zeroed`.
-                unsafe { install_zeroed(slot, LEAF, self.commit) }
-            } else {
-                install(slot, LEAF, C::default)
-            };
-        }
-        let Some(block) = self.arena.alloc(layout.size(), layout.align()) else {
-            std::alloc::handle_alloc_error(layout);
-        };
-        let fresh = block.as_ptr() as *mut C;
-        if !self.zeroed {
-            for i in 0..LEAF {
-                // SAFETY: `block` holds `LEAF` cells' worth of memory, aligned for
-                // `C`, that nothing else uses.
-                unsafe { fresh.add(i).write(C::default()) };
-            }
-        }
-        match slot.compare_exchange(
-            std::ptr::null_mut(),
-            fresh,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => fresh,
-            Err(existing) => {
-                // The block stays with the arena; its cells are dropped here.
-                // SAFETY: `LEAF` initialized cells (zero bytes are a valid `C` for a
-                // zeroed table) that were never shared.
-                unsafe { std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(fresh, LEAF)) };
-                existing
-            }
-        }
     }
 
     #[cold]
@@ -369,19 +308,8 @@ impl<C> Drop for PageTable<C> {
                 continue;
             }
             for mi in 0..1usize << MID_BITS {
-                // SAFETY: a slot of the middle table, as in `get`.
-                let leaf = unsafe { (*mid.add(mi)).load(Ordering::Acquire) };
-                if self.arena.owns(leaf as usize) {
-                    // SAFETY: `LEAF` cells in the arena (`install_leaf`), dropped once
-                    // here; the arena frees their memory after.
-                    unsafe {
-                        std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(leaf, LEAF))
-                    };
-                } else {
-                    // SAFETY: null or installed by `install` with length LEAF; dropped
-                    // once here.
-                    unsafe { free(leaf, LEAF) };
-                }
+                // SAFETY: installed by `install` with length LEAF; dropped once here.
+                unsafe { free((*mid.add(mi)).load(Ordering::Acquire), LEAF) };
             }
             // SAFETY: installed by `install` with length `1 << MID_BITS`.
             unsafe { free(mid, 1 << MID_BITS) };
@@ -608,75 +536,6 @@ mod tests {
             assert_eq!(nonzero, keys.len());
             assert_eq!(sum, (1..=keys.len() as u64).sum::<u64>());
         }
-    }
-
-    /// Cells counted while alive: made by `default`, gone by `drop`.
-    struct Counted(u64);
-    static LIVE: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
-    impl Default for Counted {
-        fn default() -> Self {
-            LIVE.fetch_add(1, Ordering::Relaxed);
-            Counted(0)
-        }
-    }
-    impl Drop for Counted {
-        fn drop(&mut self) {
-            LIVE.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-
-    #[test]
-    fn leaves_past_the_small_budget_hold_their_cells_and_drop_them() {
-        // Threads racing to install the same leaves, past the budget the global
-        // allocator serves (then from the arena, where huge pages are on).
-        let leaves = 2 * arena::SMALL_BYTES / (LEAF * std::mem::size_of::<SpinCell<Counted>>());
-        let t: PageTable<SpinCell<Counted>> = PageTable::default();
-        std::thread::scope(|sc| {
-            for _ in 0..3 {
-                sc.spawn(|| {
-                    for l in 0..leaves as u64 {
-                        t.get((1 << 32) + (l * LEAF as u64 + l % 7) * 8).lock().0 += 1;
-                    }
-                });
-            }
-        });
-        for l in 0..leaves as u64 {
-            assert_eq!(t.get((1 << 32) + (l * LEAF as u64 + l % 7) * 8).lock().0, 3);
-        }
-        let (mut cells, mut sum) = (0, 0);
-        t.for_each_cell(|c| {
-            cells += 1;
-            sum += c.lock().0;
-        });
-        assert_eq!((cells, sum), (leaves * LEAF, 3 * leaves as u64));
-        assert_eq!(
-            LIVE.load(Ordering::Relaxed),
-            cells as isize,
-            "losers' cells dropped"
-        );
-        if arena::huge_pages() {
-            assert!(!t.arena.owns(t.get(1 << 32) as *const _ as usize));
-            let last = (1 << 32) + (leaves as u64 - 1) * LEAF as u64 * 8;
-            assert!(t.arena.owns(t.get(last) as *const _ as usize));
-        }
-        drop(t);
-        assert_eq!(
-            LIVE.load(Ordering::Relaxed),
-            0,
-            "every cell dropped with the table"
-        );
-
-        let z: PageTable<Wide> = PageTable::zeroed_committed();
-        let leaves = 2 * arena::SMALL_BYTES / (LEAF * 64);
-        for l in 0..leaves as u64 {
-            let c = z.get((l * LEAF as u64 + 5) * 8);
-            assert_eq!(c as *const Wide as usize % 64, 0);
-            assert_eq!(c.0.load(Ordering::Relaxed), 0, "a new cell is zero");
-            c.0.store(l + 1, Ordering::Relaxed);
-        }
-        let mut sum = 0;
-        z.for_each_cell(|c| sum += c.0.load(Ordering::Relaxed));
-        assert_eq!(sum, (1..=leaves as u64).sum::<u64>());
     }
 
     #[test]
