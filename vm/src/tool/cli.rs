@@ -319,6 +319,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         inline_filter: !a.no_inline_filter,
         inline_detector: !a.no_inline_detector,
         elide_frames: !a.no_elide_frames,
+        exit_after: true,
     };
     let out = match run_program(Arc::new(program), &cfg) {
         Ok(o) => o,
