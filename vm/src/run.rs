@@ -94,8 +94,9 @@ pub struct RunConfig {
     /// The process exits right after the run (`capvm run`): the runtime — guest heap,
     /// analysis state, shadow tables of gigabytes on the large kernels — is left to
     /// the kernel instead of being freed cell by cell (crypt under
-    /// `singletrack:fasttrack`: 0.25 s of dropping 36 M cells). Not while recording
-    /// a trace: its writer flushes what a failed run leaves when it is dropped.
+    /// `singletrack:fasttrack`: 0.25 s of dropping 36 M cells). Nothing waits for the
+    /// drop: a `--record` trace is flushed when the run's output errors are
+    /// collected, a failed run's too (`Pass::output_error`).
     pub exit_after: bool,
 }
 
@@ -384,7 +385,7 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         ExitKind::Ok
     };
     let error_text = error.as_ref().map(|e| e.render(&program));
-    if cfg.exit_after && cfg.record.is_none() {
+    if cfg.exit_after {
         // The runtime is never dropped: the kernel takes its memory at exit.
         std::mem::forget(Arc::clone(&rt));
     }

@@ -340,3 +340,29 @@ fn analyze_reports_one_warning_per_racy_location() {
         text(&o.stderr)
     );
 }
+
+/// A run that stops on a runtime error still leaves the trace it recorded up to the
+/// error, on both tiers, although the CLI never drops the runtime (so never the
+/// trace's writer): the flush that collects the run's output errors writes it.
+#[test]
+fn a_failed_run_keeps_its_recorded_trace() {
+    let d = TempDir::new();
+    let src = "class Main { static int n = 0;
+        static void main() { Main.n = 7; print(Main.n); int z = 0; print(1 / z); } }";
+    let crash = d.file("crash_rec.cj", src);
+    for tier in ["interp", "jit"] {
+        let trace = d.0.join(format!("crash_{tier}.std"));
+        let o = capvm(
+            &["run", "--tier", tier, "--record", s(&trace), s(&crash)],
+            Sink::Pipe,
+            Sink::Pipe,
+        );
+        assert_eq!(code(&o), 70, "{tier}: {}", text(&o.stderr));
+        assert_eq!(text(&o.stdout), "7\n", "{tier}");
+        let t = std::fs::read_to_string(&trace).expect("the trace exists");
+        assert!(
+            t.lines().any(|l| l.contains("|w(")) && t.lines().any(|l| l.contains("|r(")),
+            "{tier}: the write and the read before the error are in the trace:\n{t}"
+        );
+    }
+}
