@@ -197,14 +197,20 @@ pub enum InlineCheck {
     /// elements have cells of their own, written at the check.
     ///
     /// After the table, at [`BIGFOOT_COVER_OFF`], the thread's *covered ranges*: for
-    /// reads, then for writes, three words `[a, lo, hi]` (a read check at 0, a write
-    /// check at [`BIGFOOT_COVER_WORDS`]` / 2` words further): elements `lo..hi` of the
-    /// array `a` are inside a range of that kind in the thread's footprint, so an
-    /// element check of that kind on them, which the same-epoch test did not decide,
-    /// changes nothing and the producer may drop it (counted as
-    /// [`InlineChecks::reads_covered`], [`InlineChecks::writes_covered`]). The pass
-    /// keeps `a` out of the table of fine arrays (an element check on a fine array
-    /// applies a rule) and clears the words whenever its footprint is committed.
+    /// reads, then for writes, four words `[a, lo, hi, len]` (a read check at 0, a
+    /// write check at [`BIGFOOT_COVER_WORDS`]` / 2` words further): elements `lo..hi`
+    /// of the array `a` are inside a range of that kind in the thread's footprint, so
+    /// an element check of that kind on them, which the same-epoch test did not
+    /// decide, changes nothing and the producer may drop it (counted as
+    /// [`InlineChecks::reads_covered`], [`InlineChecks::writes_covered`]). Where `len`
+    /// is not 0 (the array's length), `lo..hi` is exactly a step-1 range of the
+    /// footprint, which the thread itself may *extend*: a check `l..h` of that kind
+    /// (step 1, or one element) with `0 <= l`, `h <= len` that overlaps or abuts it
+    /// sets `lo, hi` to `min(lo, l), max(hi, h)` and counts as covered (the pass
+    /// copies the words back into its footprint before it next reads it; see
+    /// [`bigfoot_cover_check`]). The pass keeps `a` out of the table of fine arrays
+    /// (an element check on a fine array applies a rule) and clears the words
+    /// whenever its footprint is committed.
     ///
     /// Then, at [`BIGFOOT_SITE_GEN_OFF`], the footprint's generation `g` (changed at
     /// every commit), and at [`BIGFOOT_SITES_OFF`] [`BIGFOOT_SITE_SLOTS`] entries of
@@ -227,7 +233,7 @@ pub const BIGFOOT_FINE_SLOTS: usize = 4096;
 /// Byte offset of a thread's covered ranges after its table of fine arrays, and
 /// their words ([`InlineCheck::FieldChecks`]).
 pub const BIGFOOT_COVER_OFF: usize = BIGFOOT_FINE_SLOTS * 8;
-pub const BIGFOOT_COVER_WORDS: usize = 6;
+pub const BIGFOOT_COVER_WORDS: usize = 8;
 /// Byte offsets of the generation word and of the per-site entries
 /// ([`InlineCheck::FieldChecks`]), their number and words.
 pub const BIGFOOT_SITE_GEN_OFF: usize = BIGFOOT_COVER_OFF + 8 * BIGFOOT_COVER_WORDS;
@@ -267,6 +273,41 @@ pub fn bigfoot_covered(
     let (span, e_step) = (w(at + 16), w(at + 24));
     let (e_lo, e_hi) = (span & u64::from(u32::MAX), span >> 32);
     inside(e_lo, e_hi) && (e_step == 1 || (step == e_step && lo == e_lo as i64))
+}
+
+/// [`bigfoot_covered`], or else the thread's covered range of kind `write` extended
+/// by the check, where the layout of [`InlineCheck::FieldChecks`] allows it (an
+/// extensible range of `arr`, a step-1 or one-element check inside the array that
+/// overlaps or abuts it): true if the check is covered now, and then it adds nothing
+/// more to the footprint. Only the thread that owns `table` calls it (the pass, or
+/// the thread's generated code), so plain loads and stores suffice.
+pub fn bigfoot_cover_check(
+    table: &[AtomicU64],
+    arr: u64,
+    (lo, hi, step): (i64, i64, u64),
+    site: u32,
+    write: bool,
+) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    if bigfoot_covered(table, arr, (lo, hi, step), site, write) {
+        return true;
+    }
+    let kind = (BIGFOOT_COVER_OFF + 8 * (BIGFOOT_COVER_WORDS / 2) * write as usize) / 8;
+    let w = |at: usize| table[kind + at].load(Relaxed);
+    let len = w(3);
+    if w(0) != arr || len == 0 || lo < 0 || lo >= hi || hi > len as i64 {
+        return false;
+    }
+    if step != 1 && hi - lo != 1 {
+        return false;
+    }
+    let (c_lo, c_hi) = (w(1) as i64, w(2) as i64);
+    if lo > c_hi || hi < c_lo {
+        return false;
+    }
+    table[kind + 1].store(c_lo.min(lo) as u64, Relaxed);
+    table[kind + 2].store(c_hi.max(hi) as u64, Relaxed);
+    true
 }
 
 /// The entry of the checks of kind `write` at site `s` among a thread's per-site

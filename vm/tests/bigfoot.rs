@@ -651,6 +651,45 @@ fn partial_residue_classes_stay_strided_without_a_race() {
     assert_eq!(stats["array_cells"], 4, "{stats}");
 }
 
+/// A strided loop that runs once checks `a[lo..lo + step:step]`, one element: the
+/// runtime once made it the step-1 range `lo..lo + step`, which checked elements
+/// never accessed and reported a race on `a[1]` here that `fasttrack` does not.
+#[test]
+fn a_strided_range_of_one_element_checks_only_that_element() {
+    let src = "
+class W {
+    int[] a;
+    int n;
+    W(int[] a, int n) { this.a = a; this.n = n; }
+    void run() {
+        for (int i = 0; i < n; i += 2) { a[i] = 1; }
+    }
+}
+class Main {
+    static void main() {
+        int[] a = new int[4];
+        Thread t = fork new W(a, 2).run();
+        a[1] = 5;
+        t.join();
+        print(a[0] + a[1]);
+    }
+}";
+    let p = placed(src);
+    assert!(
+        checks_of(&p, "W.run").iter().any(|(_, c)| c == "range"),
+        "a range check: {:?}",
+        checks_of(&p, "W.run")
+    );
+    let prog = compile(src).unwrap_or_else(|e| panic!("{e}"));
+    for seed in 1..4 {
+        for tier in [Tier::Interp, Tier::Jit] {
+            bigfoot_agrees_on(&prog, seed, tier).unwrap_or_else(|e| panic!("{tier:?}: {e}"));
+        }
+        let (stats, races) = bigfoot_stats(src, seed);
+        assert_eq!(races, 0, "{stats}");
+    }
+}
+
 #[test]
 fn partial_residue_classes_race_where_they_overlap() {
     for seed in 1..4 {

@@ -460,19 +460,20 @@ extern "C" fn jit_ordered(ep: u64, w: u64, r: u64) -> u64 {
     u64::from(unsafe { analyses::thread::ordered_before_thread(ep as *const u64, w, r) })
 }
 
-/// `analyses::pass::bigfoot_covered` for BigFoot's element and range checks
+/// `analyses::pass::bigfoot_cover_check` for BigFoot's element and range checks
 /// (`analyses::pass::InlineCheck::FieldChecks`): `table` is the running thread's
 /// `JitThread::fine`, `which` the check's site and kind (`site | write << 32`).
 extern "C" fn jit_covered(table: u64, a: u64, lo: i64, hi: i64, step: u64, which: u64) -> u64 {
     use analyses::pass::BIGFOOT_TABLE_WORDS;
     use std::sync::atomic::AtomicU64;
     // SAFETY: `table` is the thread's table of `BIGFOOT_TABLE_WORDS` words (its
-    // pass's, alive while the thread runs, or the static empty one), read as atomics
-    // as the pass writes them.
+    // pass's, alive while the thread runs, or the static empty one), read and written
+    // as atomics as the pass does. The static table is never written: its covered
+    // ranges name no array, which the extension needs.
     let table =
         unsafe { std::slice::from_raw_parts(table as *const AtomicU64, BIGFOOT_TABLE_WORDS) };
     let (site, write) = (which as u32, which >> 32 != 0);
-    u64::from(analyses::pass::bigfoot_covered(
+    u64::from(analyses::pass::bigfoot_cover_check(
         table,
         a,
         (lo, hi, step),

@@ -63,6 +63,9 @@ struct BfLocal {
     counts: Counts,
     /// Arrays this thread knows to have fine shadows (see [`FineCache`]).
     fine: FineCache,
+    /// Per kind (read, write), the footprint entry whose range the covered range of
+    /// that kind is while it may be extended ([`FineCache::cover`]).
+    mirror: [Option<usize>; 2],
     /// Read ranges this thread checked on fine shadows since its last synchronization.
     reads: ReadMemo,
     /// The frontier (`crate::clocks`) as of its advance number, taken at a commit.
@@ -138,12 +141,18 @@ impl ReadMemo {
 /// an element check inline ([`InlineCheck::FieldChecks`]); only the thread writes it.
 ///
 /// After the table, the thread's *covered ranges*: per kind (read, write) the latest
-/// step-1 footprint range a check of that kind extended or fell into, `[arr, lo, hi]`
-/// (footprint ranges only grow until the commit, so it stays covered). A check of
-/// that kind inside it adds nothing: [`BigFoot::check_range`] drops it, and so does
-/// generated code for an element check. They name no array of the table (an array
-/// is recorded fine only by a commit, which clears them first) and are cleared at
-/// every commit.
+/// step-1 footprint range a check of that kind extended or fell into, `[arr, lo, hi,
+/// len]` (footprint ranges only grow until the commit, so it stays covered). A check
+/// of that kind inside it adds nothing: [`BigFoot::check_range`] drops it, and so does
+/// generated code for an element or range check. While the range is still exactly
+/// its footprint entry's (`len`, the array's length, not 0: [`BfLocal::mirror`]), a
+/// step-1 check that overlaps or abuts it extends it in place, in generated code
+/// too, with no call into the pass ([`crate::pass::bigfoot_cover_check`]): the entry
+/// takes the words back before the footprint is next read ([`BigFoot::sync_covers`]),
+/// so it ends as [`BigFoot::add_range`]'s own merge would leave it. Insertion sort's
+/// ranges, each one element longer than the last, then cost no call. The covered
+/// ranges name no array of the table (an array is recorded fine only by a commit,
+/// which clears them first) and are cleared at every commit.
 ///
 /// Then per check site (direct-mapped) the range it last put into the footprint, of
 /// the footprint's generation, which every commit changes: a check inside its own
@@ -158,7 +167,7 @@ const FINE_CACHE: usize = crate::pass::BIGFOOT_FINE_SLOTS;
 const COVER: usize = crate::pass::BIGFOOT_COVER_OFF / 8;
 const GEN: usize = crate::pass::BIGFOOT_SITE_GEN_OFF / 8;
 const SITES: usize = crate::pass::BIGFOOT_SITES_OFF / 8;
-const _: () = assert!(COVER == FINE_CACHE && crate::pass::BIGFOOT_COVER_WORDS == 6);
+const _: () = assert!(COVER == FINE_CACHE && crate::pass::BIGFOOT_COVER_WORDS == 8);
 const _: () = assert!(crate::pass::BIGFOOT_SITE_WORDS == 4 && GEN < SITES);
 
 impl Default for FineCache {
@@ -185,19 +194,45 @@ impl FineCache {
     fn record(&mut self, arr: ObjId) {
         self.arrays[Self::slot(arr)].store(arr.0, Relaxed);
     }
-    /// The covered range of checks of kind `write`: elements `lo..hi` of `arr`.
-    fn cover(&mut self, write: bool, arr: ObjId, lo: u32, hi: u32) {
-        let at = COVER + 3 * write as usize;
+    /// The covered range of checks of kind `write`: elements `lo..hi` of `arr`,
+    /// extensible up to `len` elements (0: not extensible).
+    fn cover(&mut self, write: bool, arr: ObjId, lo: u32, hi: u32, len: u32) {
+        let at = COVER + 4 * write as usize;
         self.arrays[at].store(arr.0, Relaxed);
         self.arrays[at + 1].store(lo.into(), Relaxed);
         self.arrays[at + 2].store(hi.into(), Relaxed);
+        self.arrays[at + 3].store(len.into(), Relaxed);
+    }
+    /// The covered range of kind `write` stays covered but may no longer be
+    /// extended (its entry changed shape).
+    fn freeze(&mut self, write: bool) {
+        self.arrays[COVER + 4 * write as usize + 3].store(0, Relaxed);
+    }
+    /// The elements `lo..hi` of the covered range of kind `write`.
+    fn span(&self, write: bool) -> (u32, u32) {
+        let at = COVER + 4 * write as usize;
+        let w = |i: usize| self.arrays[at + i].load(Relaxed) as u32;
+        (w(1), w(2))
     }
     /// Whether the covered ranges hold the range check `lo..hi:step` of `arr`, of
     /// kind `write`, at `site`, as generated code sees it (before
     /// [`BigFoot::check_range`] normalizes it): [`crate::pass::bigfoot_covered`].
+    #[cfg(test)]
     fn covers(&self, arr: ObjId, (lo, hi, step): (u32, u32, u32), site: u32, write: bool) -> bool {
         let r = (i64::from(lo), i64::from(hi), u64::from(step));
         crate::pass::bigfoot_covered(&self.arrays, arr.0, r, site, write)
+    }
+    /// [`FineCache::covers`], or else the covered range extended by the check where
+    /// it may be: what generated code does ([`crate::pass::bigfoot_cover_check`]).
+    fn cover_check(
+        &self,
+        arr: ObjId,
+        (lo, hi, step): (u32, u32, u32),
+        write: bool,
+        site: u32,
+    ) -> bool {
+        let r = (i64::from(lo), i64::from(hi), u64::from(step));
+        crate::pass::bigfoot_cover_check(&self.arrays, arr.0, r, site, write)
     }
     /// `site` put `r` of `arr` into this footprint.
     fn note_site(&mut self, site: u32, arr: ObjId, r: &Range) {
@@ -441,8 +476,14 @@ impl BigFoot {
         let site = cur.site.0;
         let checked = (loc.slot, hi, step);
         let step = step.max(1);
-        // A one-element range has step 1 (footprints merge on that).
-        let step = if hi - loc.slot <= step { 1 } else { step };
+        // A one-element range is the element, of step 1 (footprints merge on that).
+        // Its `hi` may be the loop's last index plus the step, past the element: a
+        // step-1 range up to it would check elements never accessed.
+        let (hi, step) = if hi - loc.slot <= step {
+            (loc.slot + 1, 1)
+        } else {
+            (hi, step)
+        };
         let r = Range {
             lo: loc.slot,
             hi,
@@ -473,14 +514,20 @@ impl BigFoot {
             self.check_elements(t, &mut l.counts, loc.obj, range, cur);
             return;
         }
-        // Inside the latest step-1 range of its kind that this footprint took (the
-        // test generated code makes for element checks): nothing to add.
-        if l.fine.covers(loc.obj, checked, site, r.write) {
+        // Inside the latest step-1 range of its kind that this footprint took, or
+        // extending it (the test generated code makes): nothing to add.
+        if l.fine.cover_check(loc.obj, checked, r.write, site) {
             return;
         }
-        let p = Self::add_range(l, loc.obj, len, r, cur);
+        Self::sync_covers(l);
+        let (p, at) = Self::add_range(l, loc.obj, len, r, cur);
+        let kind = usize::from(p.write);
         if p.step == 1 {
-            l.fine.cover(p.write, loc.obj, p.lo, p.hi);
+            l.fine.cover(p.write, loc.obj, p.lo, p.hi, len);
+            l.mirror[kind] = Some(at);
+        } else if l.mirror[kind] == Some(at) {
+            l.fine.freeze(p.write);
+            l.mirror[kind] = None;
         }
         l.fine
             .note_site(site, loc.obj, if p.step == 1 { &p } else { &r });
@@ -493,15 +540,28 @@ impl BigFoot {
         }
     }
 
+    /// Give the footprint entries the covered ranges' extensions made since the
+    /// pass last read them (by [`FineCache::cover_check`], here or in generated
+    /// code): before anything reads the footprint.
+    fn sync_covers(l: &mut BfLocal) {
+        for write in [false, true] {
+            if let Some(at) = l.mirror[usize::from(write)] {
+                let (lo, hi) = l.fine.span(write);
+                let r = &mut l.footprint[at].range;
+                debug_assert!(r.step == 1 && r.write == write && lo <= r.lo && r.hi <= hi);
+                (r.lo, r.hi) = (lo, hi);
+            }
+        }
+    }
+
     /// Add `lo..hi:step` of `arr` to the footprint, merged with a recent entry when it
     /// extends it (a loop's element checks become one range); the footprint's range
-    /// that now covers it.
-    fn add_range(l: &mut BfLocal, arr: ObjId, len: u32, r: Range, acc: Acc) -> Range {
+    /// that now covers it, and its entry.
+    fn add_range(l: &mut BfLocal, arr: ObjId, len: u32, r: Range, acc: Acc) -> (Range, usize) {
         let n = l.footprint.len();
-        for e in l.footprint[n.saturating_sub(MERGE_WINDOW)..]
-            .iter_mut()
-            .rev()
-        {
+        let from = n.saturating_sub(MERGE_WINDOW);
+        for (k, e) in l.footprint[from..].iter_mut().enumerate().rev() {
+            let at = from + k;
             if e.arr != arr || e.range.write != r.write {
                 continue;
             }
@@ -513,7 +573,7 @@ impl BigFoot {
                 && (r.lo - p.lo).is_multiple_of(p.step)
                 && (single || r.step.is_multiple_of(p.step))
             {
-                return *p;
+                return (*p, at);
             }
             // Extends the range by its next element or range.
             let last = p.lo + (p.hi - 1 - p.lo) / p.step * p.step;
@@ -522,7 +582,7 @@ impl BigFoot {
                 if p.hi - p.lo == 1 || d == p.step {
                     p.step = d;
                     p.hi = r.lo + 1;
-                    return *p;
+                    return (*p, at);
                 }
             }
             // Extends it downwards by the element before its first (a loop counting
@@ -532,7 +592,7 @@ impl BigFoot {
                 if p.hi - p.lo == 1 || d == p.step {
                     p.step = d;
                     p.lo = r.lo;
-                    return *p;
+                    return (*p, at);
                 }
             }
             // Overlaps or abuts it with the same stride and residue (a loop's range
@@ -546,7 +606,7 @@ impl BigFoot {
             {
                 p.lo = p.lo.min(r.lo);
                 p.hi = last.max(r_last) + 1;
-                return *p;
+                return (*p, at);
             }
             break;
         }
@@ -556,7 +616,7 @@ impl BigFoot {
             range: r,
             acc,
         });
-        r
+        (r, n)
     }
 
     /// Check the footprint's cells (before a synchronization event of `t`).
@@ -564,6 +624,8 @@ impl BigFoot {
         if l.footprint.is_empty() {
             return;
         }
+        Self::sync_covers(l);
+        l.mirror = [None; 2];
         l.fine.uncover();
         l.counts.commits += 1;
         let advance = self.shared.clocks.frontier_advances();
@@ -1018,5 +1080,95 @@ mod tests {
         bf.commit(&t, &mut l);
         assert!(!l.fine.covers(arr, (0, 48, 6), 10, false));
         assert!(!l.fine.covers(arr, (50, 51, 1), 20, false));
+    }
+    /// Extending a covered range (generated code's test, and the pass's own) leaves
+    /// the footprint covering exactly the elements checked since the last commit, of
+    /// each array and kind: none missing (the checks still cover their accesses) and
+    /// none added (every element's check stays legitimate). Random element, step-1
+    /// and strided range checks of two arrays, some made as generated code makes
+    /// them (the cover test first, the pass only on a miss), with commits between.
+    #[test]
+    fn extended_covered_ranges_keep_the_footprint_exact() {
+        use std::collections::BTreeSet;
+        let (bf, t, mut l) = fresh();
+        // Fresh arrays after each commit: a commit may make an array fine, whose
+        // checks are then made at once (covered ranges never name one).
+        let mut arrs = [ObjId(1 << 20), ObjId(2 << 20)];
+        let len = 40u32;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut want: BTreeSet<(u64, bool, u32)> = BTreeSet::new();
+        let (mut extended, mut last) = (0, 0);
+        for round in 0..20_000 {
+            if next(60) == 0 {
+                bf.commit(&t, &mut l);
+                want.clear();
+                assert!(l.footprint.is_empty());
+                arrs = arrs.map(|a| ObjId(a.0 + (2 << 20)));
+                continue;
+            }
+            let arr = arrs[next(2) as usize];
+            let write = next(2) == 0;
+            // Half the checks go on from the last one (a loop), the rest anywhere.
+            let lo = match next(4) {
+                0 => last.min(len - 1),
+                1 => last.saturating_sub(2),
+                _ => next(u64::from(len)) as u32,
+            };
+            let (hi, step) = match next(4) {
+                0 | 1 => (lo + 1, 1),
+                2 => (lo + 1 + next(6) as u32, 1),
+                _ => (lo + 1 + next(12) as u32, 2 + next(2) as u32),
+            };
+            let hi = hi.min(len);
+            last = hi;
+            let site = next(5) as u32;
+            let op = if write { Op::Write } else { Op::Read };
+            for e in (lo..hi).step_by(step as usize) {
+                want.insert((arr.0, write, e));
+            }
+            let generated = round % 3 != 0;
+            let before = l.fine.covers(arr, (lo, hi, step), site, write);
+            if generated && l.fine.cover_check(arr, (lo, hi, step), write, site) {
+                extended += u32::from(!before);
+                continue;
+            }
+            let acc = Acc {
+                tid: 0,
+                op,
+                site: crate::event::SiteId(site),
+                ctx: Default::default(),
+                index: 0,
+            };
+            bf.check_range(
+                &t,
+                &mut l,
+                Loc { obj: arr, slot: lo },
+                op,
+                hi,
+                step,
+                len,
+                acc,
+            );
+            if l.fine.contains(arr) {
+                // A fine shadow (since a commit): its checks are made at once.
+                want.retain(|w| w.0 != arr.0);
+            }
+            BigFoot::sync_covers(&mut l);
+            let mut have: BTreeSet<(u64, bool, u32)> = BTreeSet::new();
+            for e in &l.footprint {
+                let r = e.range;
+                for x in (r.lo..r.hi).step_by(r.step as usize) {
+                    have.insert((e.arr.0, r.write, x));
+                }
+            }
+            assert_eq!(have, want, "round {round}");
+        }
+        assert!(extended > 500, "the test extends ranges ({extended} times)");
     }
 }
