@@ -767,11 +767,13 @@ impl FtCells {
     /// Number of locations with shadow state, and of those whose reads are shared
     /// (statistics).
     pub(crate) fn census(&self) -> (usize, usize) {
-        let (mut n, mut shared) = (0, 0);
-        self.cells.for_each_cell(|c| {
-            if c.w.load(Relaxed) & !LOCKED != 0 || c.r.load(Relaxed) != 0 {
-                n += 1;
-                shared += usize::from(c.r.load(Relaxed) & SHARED_TAG != 0);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let [n, shared] = self.cells.sum_cells(threads, |c| {
+            let r = c.r.load(Relaxed);
+            if c.w.load(Relaxed) & !LOCKED != 0 || r != 0 {
+                [1, usize::from(r & SHARED_TAG != 0)]
+            } else {
+                [0, 0]
             }
         });
         (n, shared)

@@ -298,6 +298,65 @@ impl<C: Default> PageTable<C> {
             f(c);
         }
     }
+
+    /// The sums of `f` over every cell, its leaves walked on up to `threads` threads
+    /// (statistics at the end of a run, when the guest's threads are gone: a walk of
+    /// every cell of a large table is a pass over gigabytes that one core cannot
+    /// saturate the memory for).
+    pub fn sum_cells<const N: usize>(
+        &self,
+        threads: usize,
+        f: impl Fn(&C) -> [usize; N] + Sync,
+    ) -> [usize; N]
+    where
+        C: Sync,
+    {
+        let add =
+            |a: &mut [usize; N], b: [usize; N]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        let mut leaves: Vec<&[C]> = Vec::new();
+        for t in self.top.iter() {
+            let mid = t.load(Ordering::Acquire);
+            if mid.is_null() {
+                continue;
+            }
+            for mi in 0..1usize << MID_BITS {
+                // SAFETY: see `get`.
+                let leaf = unsafe { &*mid.add(mi) }.load(Ordering::Acquire);
+                if !leaf.is_null() {
+                    // SAFETY: installed with length LEAF, freed only with the table.
+                    leaves.push(unsafe { std::slice::from_raw_parts(leaf, LEAF) });
+                }
+            }
+        }
+        let sum_of = |ls: &[&[C]]| {
+            let mut sum = [0; N];
+            for c in ls.iter().flat_map(|l| l.iter()) {
+                add(&mut sum, f(c));
+            }
+            sum
+        };
+        let threads = threads.clamp(1, leaves.len().div_ceil(64).max(1));
+        let mut total = if threads == 1 {
+            sum_of(&leaves)
+        } else {
+            let chunk = leaves.len().div_ceil(threads);
+            std::thread::scope(|s| {
+                let parts: Vec<_> = leaves
+                    .chunks(chunk)
+                    .map(|ls| s.spawn(|| sum_of(ls)))
+                    .collect();
+                let mut total = [0; N];
+                for p in parts {
+                    add(&mut total, p.join().expect("a census thread panicked"));
+                }
+                total
+            })
+        };
+        for c in self.overflow.lock().values() {
+            add(&mut total, f(c));
+        }
+        total
+    }
 }
 
 impl<C> Drop for PageTable<C> {
@@ -535,6 +594,42 @@ mod tests {
             });
             assert_eq!(nonzero, keys.len());
             assert_eq!(sum, (1..=keys.len() as u64).sum::<u64>());
+        }
+    }
+
+    /// The parallel walk sums what the sequential one visits, over leaves spread
+    /// across middle tables and the overflow map, on any number of threads.
+    #[test]
+    fn sum_cells_on_threads_agrees_with_the_sequential_walk() {
+        let t: PageTable<AtomicU64> = PageTable::zeroed();
+        let mut keys: Vec<u64> = (0..300u64)
+            .map(|i| i * 8 * LEAF as u64 + 8 * (i % 7))
+            .collect();
+        keys.extend([
+            1 << 40,
+            (1 << 40) + 8 * LEAF as u64 * 3,
+            DIRECT_LIMIT,
+            u64::MAX,
+        ]);
+        for (i, &k) in keys.iter().enumerate() {
+            t.get(k).store(i as u64 % 5, Ordering::Relaxed);
+        }
+        let (mut nonzero, mut sum) = (0, 0);
+        t.for_each_cell(|c| {
+            let v = c.load(Ordering::Relaxed) as usize;
+            nonzero += usize::from(v != 0);
+            sum += v;
+        });
+        assert_eq!(
+            nonzero,
+            keys.iter().enumerate().filter(|(i, _)| i % 5 != 0).count()
+        );
+        for threads in [0, 1, 2, 3, 8, 1000] {
+            let got = t.sum_cells(threads, |c| {
+                let v = c.load(Ordering::Relaxed) as usize;
+                [usize::from(v != 0), v]
+            });
+            assert_eq!(got, [nonzero, sum], "{threads} threads");
         }
     }
 
