@@ -275,25 +275,22 @@ impl<C: Default> PageTable<C> {
         self.top.as_ptr() as u64
     }
 
-    /// Visit every cell of every allocated leaf, and the overflow cells.
-    pub fn for_each_cell(&self, mut f: impl FnMut(&C)) {
-        for t in self.top.iter() {
+    /// Every allocated leaf, in key order.
+    fn leaves(&self) -> impl Iterator<Item = &[C]> {
+        self.top.iter().flat_map(|t| {
             let mid = t.load(Ordering::Acquire);
-            if mid.is_null() {
-                continue;
-            }
-            for mi in 0..1usize << MID_BITS {
+            (0..if mid.is_null() { 0 } else { 1usize << MID_BITS }).filter_map(move |mi| {
                 // SAFETY: see `get`.
                 let leaf = unsafe { &*mid.add(mi) }.load(Ordering::Acquire);
-                if leaf.is_null() {
-                    continue;
-                }
-                for li in 0..LEAF {
-                    // SAFETY: see `get`.
-                    f(unsafe { &*leaf.add(li) });
-                }
-            }
-        }
+                // SAFETY: installed with length LEAF, freed only with the table.
+                (!leaf.is_null()).then(|| unsafe { std::slice::from_raw_parts(leaf, LEAF) })
+            })
+        })
+    }
+
+    /// Visit every cell of every allocated leaf, and the overflow cells.
+    pub fn for_each_cell(&self, mut f: impl FnMut(&C)) {
+        self.leaves().flatten().for_each(&mut f);
         for c in self.overflow.lock().values() {
             f(c);
         }
@@ -313,21 +310,7 @@ impl<C: Default> PageTable<C> {
     {
         let add =
             |a: &mut [usize; N], b: [usize; N]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-        let mut leaves: Vec<&[C]> = Vec::new();
-        for t in self.top.iter() {
-            let mid = t.load(Ordering::Acquire);
-            if mid.is_null() {
-                continue;
-            }
-            for mi in 0..1usize << MID_BITS {
-                // SAFETY: see `get`.
-                let leaf = unsafe { &*mid.add(mi) }.load(Ordering::Acquire);
-                if !leaf.is_null() {
-                    // SAFETY: installed with length LEAF, freed only with the table.
-                    leaves.push(unsafe { std::slice::from_raw_parts(leaf, LEAF) });
-                }
-            }
-        }
+        let leaves: Vec<&[C]> = self.leaves().collect();
         let sum_of = |ls: &[&[C]]| {
             let mut sum = [0; N];
             for c in ls.iter().flat_map(|l| l.iter()) {
