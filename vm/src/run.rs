@@ -98,6 +98,11 @@ pub struct RunConfig {
     /// drop: a `--record` trace is flushed when the run's output errors are
     /// collected, a failed run's too (`Pass::output_error`).
     pub exit_after: bool,
+    /// Take the passes' statistics (the report's `stats`, [`RunOutcome::stats_text`]).
+    /// Some walk their whole shadow state (FastTrack's census
+    /// of its cells), so `capvm run` asks for them only with `--stats` or `--report`,
+    /// as `capvm analyze` does; without, they are empty.
+    pub stats: bool,
 }
 
 impl Default for RunConfig {
@@ -117,6 +122,7 @@ impl Default for RunConfig {
             inline_detector: true,
             elide_frames: true,
             exit_after: false,
+            stats: true,
         }
     }
 }
@@ -370,8 +376,10 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
             warnings_text.push(render_text(w, &*env, &b.chain.shared.ctxs));
             warnings_json.push(warning_json(w, &*env, &b.chain.shared.ctxs));
         }
-        stats = b.chain.stats_json();
-        stats_text = analyses::Chain::stats_text_of(&stats);
+        if cfg.stats {
+            stats = b.chain.stats_json();
+            stats_text = analyses::Chain::stats_text_of(&stats);
+        }
         output_errors.extend(b.chain.output_errors());
     }
     output_errors.extend(rt.out.error());

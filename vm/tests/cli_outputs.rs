@@ -366,3 +366,51 @@ fn a_failed_run_keeps_its_recorded_trace() {
         );
     }
 }
+
+/// `capvm run` takes the passes' statistics (which walk their shadow state) only
+/// when `--stats` or `--report` asks for them, on both tiers, and then the same.
+#[test]
+fn statistics_only_when_asked_for() {
+    let dir = TempDir::new();
+    let src = dir.file("racy.cj", RACY);
+    for tier in ["interp", "jit"] {
+        let base = [
+            "run",
+            "--tools",
+            "fasttrack",
+            "--tier",
+            tier,
+            "--sched",
+            "seeded:3",
+        ];
+        let plain = capvm(&[&base[..], &[s(&src)]].concat(), Sink::Pipe, Sink::Pipe);
+        assert_eq!(code(&plain), EXIT_WARNINGS, "{tier}");
+        assert!(!text(&plain.stdout).contains("pass fasttrack"), "{tier}");
+        assert!(!text(&plain.stderr).contains("pass fasttrack"), "{tier}");
+        let stats = capvm(
+            &[&base[..], &["--stats", s(&src)]].concat(),
+            Sink::Pipe,
+            Sink::Pipe,
+        );
+        let all = text(&stats.stdout) + &text(&stats.stderr);
+        assert!(
+            all.contains("pass fasttrack") && all.contains("locations"),
+            "{tier}: {all}"
+        );
+        let report = dir.0.join(format!("r-{tier}.json"));
+        let r = capvm(
+            &[&base[..], &["--report", s(&report), s(&src)]].concat(),
+            Sink::Pipe,
+            Sink::Pipe,
+        );
+        assert_eq!(code(&r), EXIT_WARNINGS, "{tier}");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("json");
+        let ft = &json["stats"]["passes"][0];
+        assert_eq!(ft["name"], "fasttrack", "{json}");
+        assert!(
+            ft["details"]["locations"].as_u64().is_some_and(|n| n > 0),
+            "{json}"
+        );
+    }
+}

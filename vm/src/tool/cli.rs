@@ -320,6 +320,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         inline_detector: !a.no_inline_detector,
         elide_frames: !a.no_elide_frames,
         exit_after: true,
+        stats: a.stats || a.report.is_some(),
     };
     let out = match run_program(Arc::new(program), &cfg) {
         Ok(o) => o,
