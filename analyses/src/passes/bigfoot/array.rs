@@ -84,6 +84,14 @@ impl Mode {
 }
 
 enum Rep {
+    /// One cell for every element, kept in the shadow itself: the representation
+    /// every array starts in, so that the many small arrays a program allocates and
+    /// only ever checks whole (a task's data, a vector) cost no allocation beyond the
+    /// shadow's box. The same cell as `Classes(1, [{0: cell}])`, which it becomes at
+    /// the first footprint that does not cover the array whole; a shadow whose cells
+    /// merge into one again keeps that form (returning would allocate the map again at
+    /// every commit of an array whose footprints alternate, such as LU's columns).
+    Coarse(Cell),
     /// Per residue class `c` modulo `k` (`k = 1`: one class, plain intervals), the
     /// cells of the class's elements `c + q·k`, keyed by the first `q` each holds: a
     /// cell ends where the next of its class starts (or at the class's end).
@@ -159,7 +167,7 @@ impl ArrayShadow {
     pub fn new(len: u32) -> Self {
         ArrayShadow {
             len,
-            rep: Rep::Classes(1, vec![std::iter::once((0, Cell::default())).collect()]),
+            rep: Rep::Coarse(Cell::default()),
             compacted: 0,
         }
     }
@@ -176,8 +184,15 @@ impl ArrayShadow {
             return;
         }
         self.compacted = advance;
-        let Rep::Classes(_, maps) = &mut self.rep else {
-            return;
+        let maps = match &mut self.rep {
+            Rep::Coarse(c) => {
+                if !c.is_empty() && c.is_dead(f) {
+                    *c = Cell::default();
+                }
+                return;
+            }
+            Rep::Classes(_, maps) => maps,
+            Rep::Fine => return,
         };
         for m in maps.iter_mut() {
             if m.len() == 1 && m.values().all(Cell::is_empty) {
@@ -197,6 +212,7 @@ impl ArrayShadow {
 
     pub fn mode(&self) -> Mode {
         match &self.rep {
+            Rep::Coarse(_) => Mode::Coarse,
             Rep::Classes(1, m) if m[0].len() == 1 => Mode::Coarse,
             Rep::Classes(1, _) => Mode::Intervals,
             Rep::Classes(k, _) => Mode::Stride(*k),
@@ -207,6 +223,7 @@ impl ArrayShadow {
     /// Number of cells (for a fine shadow, one per element, kept outside).
     pub fn cells(&self) -> usize {
         match &self.rep {
+            Rep::Coarse(_) => 1,
             Rep::Classes(_, maps) => maps.iter().map(BTreeMap::len).sum(),
             Rep::Fine => self.len as usize,
         }
@@ -220,6 +237,12 @@ impl ArrayShadow {
 
     /// Convert to fine cells (each element's a copy of the cell that held it).
     fn go_fine(&mut self, install: Install<'_>) {
+        if let Rep::Coarse(cell) = &self.rep {
+            if !cell.is_empty() {
+                (0..self.len).for_each(|e| install(e, cell));
+            }
+            self.rep = Rep::Fine;
+        }
         if let Rep::Classes(k, maps) = &self.rep {
             let k = *k;
             for (c, m) in maps.iter().enumerate() {
@@ -248,12 +271,33 @@ impl ArrayShadow {
         mut check: impl FnMut(Touched, &mut Cell),
     ) -> bool {
         let len = self.len;
+        if let Rep::Coarse(cell) = &mut self.rep {
+            // Ranges that each cover the whole array keep its one cell, which they
+            // cover uniformly; any other footprint works on the general form.
+            if ranges
+                .iter()
+                .all(|r| r.lo == 0 && r.hi == len && r.step == 1)
+            {
+                let write = ranges.iter().position(|r| r.write);
+                let t = Touched {
+                    lo: 0,
+                    hi: len,
+                    step: 1,
+                    write: write.is_some(),
+                    range: write.unwrap_or(0),
+                };
+                check(t, cell);
+                return true;
+            }
+            let cell = std::mem::take(cell);
+            self.rep = Rep::Classes(1, vec![std::iter::once((0, cell)).collect()]);
+        }
         // A few elements far apart (a footprint merges two single elements into a
         // range of their distance: LU's row swaps) are single elements here, which fit
         // any classes; each keeps the index of its range.
         let k0 = match &self.rep {
             Rep::Classes(k, _) => *k,
-            Rep::Fine => 1,
+            Rep::Coarse(_) | Rep::Fine => 1,
         };
         let tiny = |r: &Range| r.count() > 1 && r.count() <= 4 && !k0.is_multiple_of(r.step);
         // (The expanded ranges, and the index of the footprint range of each.)
@@ -381,8 +425,10 @@ impl ArrayShadow {
 impl ArrayShadow {
     /// The cell holding element `e` (none once fine).
     fn cell_of(&self, e: u32) -> Option<&Cell> {
-        let Rep::Classes(k, maps) = &self.rep else {
-            return None;
+        let (k, maps) = match &self.rep {
+            Rep::Coarse(c) => return Some(c),
+            Rep::Classes(k, maps) => (k, maps),
+            Rep::Fine => return None,
         };
         maps[(e % k) as usize]
             .range(..=e / k)
@@ -847,6 +893,10 @@ mod tests {
                 }
                 let mut ranges: Vec<Range> = (0..1 + next(3))
                     .map(|_| {
+                        // Whole-array ranges often (the coarse form's own path).
+                        if next(4) == 0 {
+                            return r(0, len, 1, next(2) == 0);
+                        }
                         let lo = next(len);
                         let hi = lo + 1 + next(len - lo);
                         let step = [1, 1, 2, 3, 4, 6][next(6) as usize];
