@@ -60,6 +60,10 @@ impl Range {
     }
 }
 
+/// An array's footprint ranges in one commit: a few, on the stack (a commit per
+/// synchronization event, such as a work queue's, allocates nothing for them).
+pub type Ranges = SmallVec<[Range; 4]>;
+
 /// The representation in force (for statistics and reports).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -645,10 +649,10 @@ fn split(m: &mut BTreeMap<u32, Cell>, p: u32, n: u32) {
 /// ranges of stride `k` over consecutive residues with the same element count are
 /// one contiguous range (a loop reading `a[i]`, …, `a[i + k - 1]` with `i += k`), and
 /// contiguous or overlapping ranges of stride 1 and one kind are one range.
-pub fn normalize(ranges: &mut Vec<Range>) {
+pub fn normalize(ranges: &mut Ranges) {
     ranges.sort_by_key(|r| (r.write, r.step, r.lo, r.hi));
     ranges.dedup();
-    let mut out: Vec<Range> = Vec::with_capacity(ranges.len());
+    let mut out = Ranges::new();
     let mut i = 0;
     while i < ranges.len() {
         let r = ranges[i];
@@ -673,7 +677,7 @@ pub fn normalize(ranges: &mut Vec<Range>) {
         i += 1;
     }
     out.sort_by_key(|r| (r.write, r.step, r.lo));
-    let mut merged: Vec<Range> = Vec::with_capacity(out.len());
+    let mut merged = Ranges::new();
     for r in out {
         if let Some(p) = merged.last_mut()
             && p.step == 1
@@ -891,7 +895,7 @@ mod tests {
                         }
                     }
                 }
-                let mut ranges: Vec<Range> = (0..1 + next(3))
+                let mut ranges: Ranges = (0..1 + next(3))
                     .map(|_| {
                         // Whole-array ranges often (the coarse form's own path).
                         if next(4) == 0 {
@@ -1026,11 +1030,13 @@ mod tests {
 
     #[test]
     fn strided_ranges_over_consecutive_residues_normalize_to_one_range() {
-        let mut v = vec![r(1, 9, 2, false), r(0, 8, 2, false), r(8, 12, 1, false)];
+        let mut v: Ranges =
+            smallvec::smallvec![r(1, 9, 2, false), r(0, 8, 2, false), r(8, 12, 1, false)];
         normalize(&mut v);
-        assert_eq!(v, vec![r(0, 12, 1, false)]);
+        assert_eq!(v.as_slice(), [r(0, 12, 1, false)]);
         // Different counts or kinds stay apart.
-        let mut w = vec![r(0, 8, 2, false), r(1, 7, 2, false), r(0, 4, 1, true)];
+        let mut w: Ranges =
+            smallvec::smallvec![r(0, 8, 2, false), r(1, 7, 2, false), r(0, 4, 1, true)];
         normalize(&mut w);
         assert_eq!(w.len(), 3);
     }

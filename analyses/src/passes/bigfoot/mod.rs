@@ -35,6 +35,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use crate::event::{CheckSpan, Event, EventKind, Loc, ObjId, Op};
 use crate::pass::{Flow, InlineCheck, InlineChecks, Local, Pass};
@@ -642,7 +643,7 @@ impl BigFoot {
                 .position(|e| e.arr != arr)
                 .map_or(fp.len(), |k| i + k);
             let group = &fp[i..j];
-            let mut ranges: Vec<Range> = group.iter().map(|e| e.range).collect();
+            let mut ranges: array::Ranges = group.iter().map(|e| e.range).collect();
             array::normalize(&mut ranges);
             let key = Loc { obj: arr, slot: 0 };
             let len = group[0].len;
@@ -650,7 +651,7 @@ impl BigFoot {
             let mut is_fine = false;
             // Per normalized range, the check that put it into the footprint (one of
             // its kind overlapping it).
-            let accs: Vec<Acc> = ranges
+            let accs: SmallVec<[Acc; 4]> = ranges
                 .iter()
                 .map(|r| {
                     group
