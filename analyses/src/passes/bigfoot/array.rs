@@ -278,9 +278,10 @@ impl ArrayShadow {
         if let Rep::Coarse(cell) = &mut self.rep {
             // Ranges that each cover the whole array keep its one cell, which they
             // cover uniformly; any other footprint works on the general form.
-            if ranges
-                .iter()
-                .all(|r| r.lo == 0 && r.hi == len && r.step == 1)
+            if !ranges.is_empty()
+                && ranges
+                    .iter()
+                    .all(|r| r.lo == 0 && r.hi == len && r.step == 1)
             {
                 let write = ranges.iter().position(|r| r.write);
                 let t = Touched {
