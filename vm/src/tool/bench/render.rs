@@ -44,8 +44,9 @@ pub fn mean_text(m: &Mean, kernels: usize, fmt: fn(Option<f64>) -> String) -> St
 /// Formats one cell of a matrix.
 type CellFmt = fn(&CellSummary) -> String;
 
-/// A configuration × kernel matrix of one metric, with the geometric mean column. A
-/// cell whose run hit a limit shows the limit.
+/// A configuration × kernel matrix of one metric, with a column of its mean, headed
+/// `mean_name`. A cell whose run hit a limit shows the limit.
+#[allow(clippy::too_many_arguments)]
 fn matrix(
     s: &Summary,
     limits: &Limits,
@@ -53,11 +54,12 @@ fn matrix(
     bare_label: Option<(&str, CellFmt)>,
     cell: CellFmt,
     mean: fn(&super::summary::ChainMean) -> &Mean,
+    mean_name: &str,
     fmt: fn(Option<f64>) -> String,
 ) -> String {
     let mut header = vec!["chain".to_string()];
     header.extend(s.kernels.iter().map(|k| k.kernel.clone()));
-    header.push("geomean".into());
+    header.push(mean_name.into());
     let mut t = Table::new(header);
     for &c in configs {
         let bare = c == BARE;
@@ -189,6 +191,7 @@ pub fn render(s: &Summary, configs: &[String], head: &str, reps: u32, limits: &L
         Some(("none (s)", |c| format!("{:.3}", c.wall_s))),
         |c| ratio(c.slowdown),
         |m| &m.slowdown,
+        "geomean",
         ratio,
     ));
     out.push_str(&format!(
@@ -201,10 +204,12 @@ pub fn render(s: &Summary, configs: &[String], head: &str, reps: u32, limits: &L
         Some(("none (MiB)", |c| format!("{:.1}", c.max_rss_kib / 1024.0))),
         |c| ratio(c.mem_ratio),
         |m| &m.mem_ratio,
+        "geomean",
         ratio,
     ));
     out.push_str(
-        "\nCheck ratio: accesses checked by the last pass (in - dropped) / all accesses (into pass 0)\n",
+        "\nCheck ratio: accesses checked by the last pass (in - dropped) / all accesses (into pass 0); \
+         `bigfoot`: checks of shadow locations / heap accesses (Table 3.1); mean: arithmetic\n",
     );
     out.push_str(&matrix(
         s,
@@ -213,6 +218,7 @@ pub fn render(s: &Summary, configs: &[String], head: &str, reps: u32, limits: &L
         None,
         |c| pct(c.check_ratio),
         |m| &m.check_ratio,
+        "mean",
         pct,
     ));
     let capsule_chains: Vec<&str> = chains
@@ -300,6 +306,10 @@ mod tests {
             .iter()
             .position(|l| l.starts_with("Check ratio"))
             .unwrap();
+        assert_eq!(
+            lines[check + 1].split_whitespace().collect::<Vec<_>>(),
+            ["chain", "sor", "mean"]
+        );
         assert_eq!(
             lines[check + 3].split_whitespace().collect::<Vec<_>>(),
             ["capsule:fasttrack", "50.0%", "50.0%"]
