@@ -280,6 +280,16 @@ impl JitThread {
         by_site.into_values().collect()
     }
 
+    /// The writes of read-write pairs whose exclusive rule the read applied so far
+    /// (part of [`JitThread::take_inline_checks`]'s counts, which reset them).
+    pub fn paired_writes(&self) -> u64 {
+        let entries = self.code.inline_sites.iter().enumerate();
+        entries
+            .filter(|(_, s)| s.paired)
+            .map(|(i, _)| self.inline_buf[i * INLINE_WORDS + INLINE_EXCL])
+            .sum()
+    }
+
     /// The accesses this thread's code decided with the inline same-epoch check so
     /// far, per site (sorted), with the last object each site accessed; the counters
     /// are reset.

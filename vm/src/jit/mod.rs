@@ -303,6 +303,9 @@ pub struct InlineSite {
     /// A proven `this.f` of a capsule class (`Filtering::CapsuleOwn`): its drops
     /// are capsule accesses (`InlineDrops::capsule`).
     pub capsule_own: bool,
+    /// The write of a read-write pair (`translate::Pair`): its count of exclusive
+    /// rules holds those the read's rule applied for it.
+    pub paired: bool,
 }
 
 /// A program's compiled code, shared by all guest threads of the run.
@@ -328,6 +331,9 @@ pub struct JitCode {
     /// Of those, the accesses decided by the inline exclusive rules
     /// (`InlineDetector::exclusive`).
     pub inline_exclusive: AtomicU64,
+    /// Of those, the writes whose exclusive rule their read applied (read-write
+    /// pairs).
+    pub inline_paired: AtomicU64,
     /// Of those, BigFoot's element checks dropped inline as covered by the
     /// thread's footprint (`analyses::pass::InlineCheck::FieldChecks`).
     pub inline_covered: AtomicU64,
@@ -485,6 +491,7 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         inline_dropped: AtomicU64::new(0),
         inline_checked: AtomicU64::new(0),
         inline_exclusive: AtomicU64::new(0),
+        inline_paired: AtomicU64::new(0),
         inline_covered: AtomicU64::new(0),
         inline_check_dropped: AtomicU64::new(0),
         abort: AtomicBool::new(false),
@@ -556,6 +563,8 @@ fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
     // thread failed: the detector counts its rules as it sees accesses (the
     // interpreter's failed thread counted these too), while the per-pass counters
     // only reach the chain at `ThreadEnd`, as in the interpreter.
+    let paired = t.paired_writes();
+    t.code.inline_paired.fetch_add(paired, Ordering::Relaxed);
     let checks = t.take_inline_checks();
     let n: u64 = checks.iter().map(|c| c.reads() + c.writes()).sum();
     t.code.inline_checked.fetch_add(n, Ordering::Relaxed);

@@ -69,8 +69,77 @@ struct ExclusiveAt {
     /// in the thread's table of fine arrays (`JitThread::fine`).
     fine: Option<Value>,
     guard: Option<(Value, Value)>,
+    /// A read whose write follows ([`Pair`]): the exclusive rule applies the write's
+    /// rule too, under the same lock.
+    pair: Option<Pair>,
     call: ir::Block,
     cont: ir::Block,
+}
+
+/// A read of `a[i]` whose write `a[i] = …` follows in the same IR block with nothing
+/// between them that touches the heap, synchronizes, calls or can fault
+/// ([`pairable_store`]; the store's array and index may be other locals, holding
+/// the same values): when the read's inline exclusive rule applies and the
+/// location's `W` is not the thread's current epoch, the write's exclusive rule
+/// applies as well, under the one lock (FastTrack's `W := E(t)` right after
+/// `R := E(t)`, with the write's site), and `done` is set so that the write skips its
+/// own check. The two events are those the out-of-line path would deliver, in the
+/// same order, with no other thread's event between them; the counts go to the
+/// write's own inline entry `entry`, reserved at the read.
+#[derive(Clone, Copy)]
+struct Pair {
+    /// Index of the store in its IR block.
+    store: usize,
+    site: SiteId,
+    entry: usize,
+    done: Variable,
+    /// Whether the store's array and index equal the load's, when they are other
+    /// locals (a field read again for the store, `this.a[i] = this.a[i] + 1`).
+    same: Option<Value>,
+}
+
+/// The store an array load may pair with ([`Pair`]): its index in the block, site,
+/// array and index locals.
+type Pairable = (usize, SiteId, Local, Local);
+
+/// For the array load at `insts[k]`: the first store that follows it with only
+/// pure, non-faulting instructions between, none of them redefining the load's or
+/// the store's array or index (so the store's hold at the load what they hold at
+/// the store), if it stores no reference.
+fn pairable_store(func: &Function, insts: &[Inst], k: usize) -> Option<Pairable> {
+    let Inst::ArrayLoad { arr, index, .. } = &insts[k] else {
+        return None;
+    };
+    let refs = |l: &Local| matches!(&func.locals[l.index()].ty, IrType::Array(e) if e.is_ref());
+    if refs(arr) {
+        return None;
+    }
+    let mut defined = Vec::new();
+    for (m, inst) in insts.iter().enumerate().skip(k + 1) {
+        let dst = match inst {
+            Inst::ArrayStore {
+                arr: a,
+                index: i,
+                site,
+                ..
+            } => {
+                let kept = !defined.iter().any(|d| d == a || d == i);
+                return (kept && !refs(a)).then_some((m, *site, *a, *i));
+            }
+            Inst::Const { dst, .. }
+            | Inst::Copy { dst, .. }
+            | Inst::Unary { dst, .. }
+            | Inst::Convert { dst, .. }
+            | Inst::Math { dst, .. } => *dst,
+            Inst::Binary { dst, op, .. } if !matches!(op, BinOp::IDiv | BinOp::IRem) => *dst,
+            _ => return None,
+        };
+        if dst == *arr || dst == *index {
+            return None;
+        }
+        defined.push(dst);
+    }
+    None
 }
 
 /// Where [`Translator::sole_rule`] works: the sole-accessor table's top level, the
@@ -225,6 +294,16 @@ pub struct Translator<'a, 'b> {
     cur: usize,
     /// Back-edge poll blocks to fill after the current terminator: (poll, target).
     polls: Vec<(Block, Block)>,
+    /// Index of the instruction being translated in its IR block.
+    at: usize,
+    /// The store the array load being translated may pair with ([`Pair`]).
+    pairable: Option<Pairable>,
+    /// The pair a read set up, until its store.
+    pair: Option<Pair>,
+    /// The pair the next same-epoch check's exclusive rule applies.
+    excl_pair: Option<Pair>,
+    /// The inline entry the read of a pair reserved for the write being translated.
+    write_entry: Option<usize>,
 }
 
 impl<'a, 'b> Translator<'a, 'b> {
@@ -260,6 +339,11 @@ impl<'a, 'b> Translator<'a, 'b> {
             lock: None,
             cur: 0,
             polls: Vec::new(),
+            at: 0,
+            pairable: None,
+            pair: None,
+            excl_pair: None,
+            write_entry: None,
         };
         t.function();
     }
@@ -357,9 +441,17 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     fn block(&mut self, block: &IrBlock) {
-        for inst in &block.insts {
+        self.pair = None;
+        for (k, inst) in block.insts.iter().enumerate() {
+            self.at = k;
+            // Not under the seeded scheduler: its point before the store may switch
+            // threads between the two events.
+            self.pairable = (matches!(inst, Inst::ArrayLoad { .. }) && !self.opts().seeded)
+                .then(|| pairable_store(self.func, &block.insts, k))
+                .flatten();
             self.inst(inst);
         }
+        self.pair = None;
         self.terminator(&block.term);
         self.fill_polls();
     }
@@ -603,15 +695,45 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.call_rt(rt, args);
             return;
         }
-        let entry = self.tables.inline_sites.len();
-        self.tables.inline_sites.push(InlineSite {
-            site,
-            is_write: write.is_some(),
-            check: false,
-            elements: false,
-            slot,
-            capsule_own: false,
+        let reserved = if write.is_some() {
+            self.write_entry.take()
+        } else {
+            None
+        };
+        let entry = reserved.unwrap_or_else(|| self.inline_site(site, write.is_some(), slot));
+        // A read whose write follows: its exclusive rule may apply the write's too
+        // (`Pair`), where the write would pass the same header tests (the bits are
+        // only ever set) and no capsule call's word decides.
+        let pairable = if write.is_none() {
+            self.pairable.take()
+        } else {
+            None
+        };
+        let pair = pairable.filter(|_| {
+            check.is_some_and(|c| c.exclusive && c.guard.is_none())
+                && !(tests.iter().any(|t| t.1) && self.may_run_in_capsule_call())
         });
+        let pair = pair.map(|(store, site, arr, index)| {
+            let entry = self.inline_site(site, true, slot);
+            self.tables.inline_sites[entry].paired = true;
+            let done = self.b.declare_var(I64);
+            let zero = self.iconst(0);
+            self.b.def_var(done, zero);
+            let (a, i) = (self.use_(arr), self.use_(index));
+            let same = (a != obj || i != args[1]).then(|| {
+                let sa = self.b.ins().icmp(IntCC::Equal, a, obj);
+                let si = self.b.ins().icmp(IntCC::Equal, i, args[1]);
+                self.b.ins().band(sa, si)
+            });
+            Pair {
+                store,
+                site,
+                entry,
+                done,
+                same,
+            }
+        });
+        self.pair = pair;
         let call = self.b.create_block();
         let cont = self.b.create_block();
         if static_past
@@ -697,6 +819,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         if let Some(c) = check {
             let miss = past.unwrap_or(call);
             let at = (obj, args[1]);
+            self.excl_pair = pair;
             self.same_epoch_check(c, at, None, write.is_some(), site, entry, miss, cont);
         }
         self.b.switch_to_block(call);
@@ -713,6 +836,21 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().jump(cont, &[]);
         }
         self.b.switch_to_block(cont);
+    }
+
+    /// A new entry of the inline counters for a plain access.
+    fn inline_site(&mut self, site: SiteId, is_write: bool, slot: u32) -> usize {
+        let entry = self.tables.inline_sites.len();
+        self.tables.inline_sites.push(InlineSite {
+            site,
+            is_write,
+            check: false,
+            elements: false,
+            slot,
+            capsule_own: false,
+            paired: false,
+        });
+        entry
     }
 
     /// Where `capsule`'s test is among the inline filters, and its gate: first, or
@@ -771,6 +909,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             elements: false,
             slot,
             capsule_own: true,
+            paired: false,
         });
         let call = self.b.create_block();
         let drop = self.b.create_block();
@@ -974,6 +1113,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             obj,
             fine,
             guard,
+            pair: self.excl_pair.take().filter(|_| !is_write),
             call,
             cont,
         };
@@ -1230,6 +1370,30 @@ impl<'a, 'b> Translator<'a, 'b> {
         if is_write {
             self.b.ins().store(m, packed, at.cell, FASTTRACK_W_SITE_OFF);
             self.b.ins().store(m, at.e, at.cell, FASTTRACK_W_OFF);
+        } else if let Some(p) = at.pair {
+            self.b.ins().store(m, packed, at.cell, FASTTRACK_R_SITE_OFF);
+            self.b.ins().store(m, at.e, at.cell, FASTTRACK_R_OFF);
+            // The write's [write exclusive] too, unless `W` is already the thread's
+            // epoch (then its own check finds [write same epoch]): `W ⪯ C_t` was
+            // tested above and `R` is now the thread's epoch.
+            let other = self.b.ins().icmp(IntCC::NotEqual, wv, at.e);
+            let other = match p.same {
+                Some(same) => self.b.ins().band(other, same),
+                None => other,
+            };
+            let (alone, both) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(other, both, &[], alone, &[]);
+            self.b.switch_to_block(both);
+            let packed = self.b.ins().bor_imm_s(ctx, i64::from(p.site.0));
+            self.b.ins().store(m, packed, at.cell, FASTTRACK_W_SITE_OFF);
+            self.b.ins().store(m, at.e, at.cell, FASTTRACK_W_OFF);
+            self.count_inline(p.entry, INLINE_EXCL, at.obj);
+            let one = self.iconst(1);
+            self.b.def_var(p.done, one);
+            self.count_inline(at.entry, INLINE_EXCL, at.obj);
+            self.b.ins().jump(at.cont, &[]);
+            self.b.switch_to_block(alone);
+            self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
         } else {
             self.b.ins().store(m, packed, at.cell, FASTTRACK_R_SITE_OFF);
             self.b.ins().store(m, at.e, at.cell, FASTTRACK_R_OFF);
@@ -1881,7 +2045,21 @@ impl<'a, 'b> Translator<'a, 'b> {
             let args = [a, i, bits, s];
             let w = Some(elem.as_ref());
             let f = Filtering::Header;
-            self.access_hook(Rt::EvArrayWrite, a, &args, f, w, site, 0);
+            // The write of a pair (`Pair`) whose read applied its rule skips its check.
+            match self.pair.take().filter(|p| p.store == self.at) {
+                Some(p) => {
+                    let done = self.b.use_var(p.done);
+                    let (hook, after) = (self.b.create_block(), self.b.create_block());
+                    self.b.ins().brif(done, after, &[], hook, &[]);
+                    self.b.switch_to_block(hook);
+                    self.write_entry = Some(p.entry);
+                    self.access_hook(Rt::EvArrayWrite, a, &args, f, w, site, 0);
+                    self.write_entry = None;
+                    self.b.ins().jump(after, &[]);
+                    self.b.switch_to_block(after);
+                }
+                None => self.access_hook(Rt::EvArrayWrite, a, &args, f, w, site, 0),
+            }
         }
         self.b.ins().store(heap_mem(), v, p, Self::DATA);
     }
@@ -2070,6 +2248,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             elements,
             slot,
             capsule_own: false,
+            paired: false,
         });
         (entry, self.b.create_block(), self.b.create_block())
     }
