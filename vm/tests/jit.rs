@@ -1468,15 +1468,19 @@ class Worker {
     int id;
     int parts;
     double[] a;
+    double[] c;
     Barrier br;
-    Worker(int id, int parts, double[] a, Barrier br) {
+    Worker(int id, int parts, double[] a, double[] c, Barrier br) {
         this.id = id;
         this.parts = parts;
         this.a = a;
+        this.c = c;
         this.br = br;
     }
     void run() {
         int n = a.length;
+        double[] b = a;
+        double[] d = c;
         int lo = id * (n / parts);
         int hi = lo + n / parts;
         double s = 0.0;
@@ -1489,7 +1493,15 @@ class Worker {
                 if (i % 3 == 0) {
                     a[i] = 3.0;
                 }
-                a[i] = a[i] * 0.5 + 1.0;
+                // The array in a local, with another array's load between the
+                // read and the write (the read moves after it), or read again
+                // from the field for the store (the pair compares the two at run
+                // time).
+                if (p % 2 == 0) {
+                    b[i] += d[i] * 0.5;
+                } else {
+                    a[i] = a[i] * 0.5 + 1.0;
+                }
                 a[i] = a[i] + 2.0;
             }
             br.await();
@@ -1507,12 +1519,16 @@ class Main {
     static void main() {
         int parts = 3;
         double[] a = new double[300];
+        double[] c = new double[300];
+        for (int i = 0; i < c.length; i++) {
+            c[i] = i * 0.25;
+        }
         Barrier br = new Barrier(parts);
         Thread[] th = new Thread[parts];
         for (int i = 1; i < parts; i++) {
-            th[i] = fork new Worker(i, parts, a, br).run();
+            th[i] = fork new Worker(i, parts, a, c, br).run();
         }
-        new Worker(0, parts, a, br).run();
+        new Worker(0, parts, a, c, br).run();
         for (int i = 1; i < parts; i++) {
             th[i].join();
         }
@@ -1548,6 +1564,37 @@ class Main {
     }
 }
 "#;
+    // A fault between a moved read and its write is where it was: the moved read's
+    // own checks stay in place, and the other load's fault comes first only where
+    // it came first.
+    for (body, pairs) in [
+        (
+            "double[] a = new double[4]; double[] b = new double[2]; \
+          for (int i = 0; i < 4; i++) { a[i] += b[i] * 2.0; }",
+            true,
+        ),
+        (
+            "double[] a = null; double[] b = new double[2]; a[3] += b[5];",
+            false,
+        ),
+        (
+            "double[] a = new double[2]; double[] b = null; a[5] += b[0];",
+            false,
+        ),
+        (
+            "double[] a = new double[2]; double[] b = null; a[1] += b[0];",
+            false,
+        ),
+    ] {
+        let src = format!("class Main {{ static void main() {{ {body} }} }}");
+        let prog = compile_src("fault", &src).expect("compiles");
+        let interp = run_interp_seeded(&prog, "fasttrack", 1);
+        let jit = run_jit_parts_sched(&prog, "fasttrack", None, true);
+        assert!(jit.error.is_some(), "{body}: no error");
+        assert_eq!(interp.error_text, jit.error, "{body}: the error");
+        assert_eq!(interp.report["stats"], jit.stats, "{body}: statistics");
+        assert_eq!(jit.paired_inline > 0, pairs, "{body}: pairs");
+    }
     let phased = compile_src("phased", phased).expect("compiles");
     let racy = compile_src("racy", racy).expect("compiles");
     for tools in ["fasttrack", "escape:fasttrack"] {

@@ -303,8 +303,8 @@ pub struct InlineSite {
     /// A proven `this.f` of a capsule class (`Filtering::CapsuleOwn`): its drops
     /// are capsule accesses (`InlineDrops::capsule`).
     pub capsule_own: bool,
-    /// The write of a read-write pair (`translate::Pair`): its count of exclusive
-    /// rules holds those the read's rule applied for it.
+    /// The write of a read-write pair (`translate::Pair`) as the read's exclusive
+    /// rule applies it (the write's own check has an entry of its own).
     pub paired: bool,
 }
 

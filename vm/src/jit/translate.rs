@@ -84,8 +84,8 @@ struct ExclusiveAt {
 /// applies as well, under the one lock (FastTrack's `W := E(t)` right after
 /// `R := E(t)`, with the write's site), and `done` is set so that the write skips its
 /// own check. The two events are those the out-of-line path would deliver, in the
-/// same order, with no other thread's event between them; the counts go to the
-/// write's own inline entry `entry`, reserved at the read.
+/// same order, with no other thread's event between them; the write's counts go to
+/// an inline entry of its own, `entry` (the write's check has another).
 #[derive(Clone, Copy)]
 struct Pair {
     /// Index of the store in its IR block.
@@ -99,15 +99,52 @@ struct Pair {
 }
 
 /// The store an array load may pair with ([`Pair`]): its index in the block, site,
-/// array and index locals.
-type Pairable = (usize, SiteId, Local, Local);
+/// array and index locals, and the index of the instruction before which the load
+/// is emitted: its own, or a later one when array loads stand between it and the
+/// store ([`plan_pair`]).
+#[derive(Clone, Copy)]
+struct Pairable {
+    store: usize,
+    site: SiteId,
+    arr: Local,
+    index: Local,
+    at: usize,
+}
 
-/// For the array load at `insts[k]`: the first store that follows it with only
-/// pure, non-faulting instructions between, none of them redefining the load's or
-/// the store's array or index (so the store's hold at the load what they hold at
-/// the store), if it stores no reference.
-fn pairable_store(func: &Function, insts: &[Inst], k: usize) -> Option<Pairable> {
-    let Inst::ArrayLoad { arr, index, .. } = &insts[k] else {
+/// The locals an instruction that [`plan_pair`] lets between a load and its store
+/// reads.
+fn pure_uses(inst: &Inst) -> Vec<Local> {
+    match inst {
+        Inst::Copy { src, .. } | Inst::Unary { src, .. } | Inst::Convert { src, .. } => {
+            vec![*src]
+        }
+        Inst::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
+        Inst::Math { args, .. } => args.clone(),
+        Inst::ArrayLoad { arr, index, .. } => vec![*arr, *index],
+        Inst::ArrayStore {
+            arr, index, src, ..
+        } => vec![*arr, *index, *src],
+        _ => Vec::new(),
+    }
+}
+
+/// For the array load `d = A[I]` at `insts[k]`: the first store that follows it, if
+/// it stores no reference and nothing between them touches the heap but array
+/// loads, synchronizes, calls or can fault but those loads, and none of them
+/// redefines `A`, `I`, `d` or the store's array or index (so the store's hold at
+/// the load what they hold at the store). Array loads may stand only before the
+/// first use of `d`; the load is then emitted right before that use (after its
+/// null and bounds checks in place, so a fault happens where it did, and its event
+/// delivered before a fault of the loads between, `Translator::error_if`): two
+/// loads of one thread with no synchronization between them, in the other order,
+/// which is what the hardware may do too, and no instruction between the load and
+/// its store that can fault. The JIT does this only where no scheduler point may switch
+/// threads (not seeded), so both tiers' traces under a seed stay the same.
+fn plan_pair(func: &Function, insts: &[Inst], k: usize) -> Option<Pairable> {
+    let Inst::ArrayLoad {
+        dst: d, arr, index, ..
+    } = &insts[k]
+    else {
         return None;
     };
     let refs = |l: &Local| matches!(&func.locals[l.index()].ty, IrType::Array(e) if e.is_ref());
@@ -115,7 +152,12 @@ fn pairable_store(func: &Function, insts: &[Inst], k: usize) -> Option<Pairable>
         return None;
     }
     let mut defined = Vec::new();
+    let mut first_use = None;
+    let mut loads_before_use = false;
     for (m, inst) in insts.iter().enumerate().skip(k + 1) {
+        if first_use.is_none() && pure_uses(inst).contains(d) {
+            first_use = Some(m);
+        }
         let dst = match inst {
             Inst::ArrayStore {
                 arr: a,
@@ -123,8 +165,23 @@ fn pairable_store(func: &Function, insts: &[Inst], k: usize) -> Option<Pairable>
                 site,
                 ..
             } => {
-                let kept = !defined.iter().any(|d| d == a || d == i);
-                return (kept && !refs(a)).then_some((m, *site, *a, *i));
+                let kept = !defined.iter().any(|x| x == a || x == i);
+                let at = if loads_before_use {
+                    first_use.unwrap_or(m)
+                } else {
+                    k
+                };
+                return (kept && !refs(a)).then_some(Pairable {
+                    store: m,
+                    site: *site,
+                    arr: *a,
+                    index: *i,
+                    at,
+                });
+            }
+            Inst::ArrayLoad { dst, .. } if first_use.is_none() => {
+                loads_before_use = true;
+                *dst
             }
             Inst::Const { dst, .. }
             | Inst::Copy { dst, .. }
@@ -134,12 +191,26 @@ fn pairable_store(func: &Function, insts: &[Inst], k: usize) -> Option<Pairable>
             Inst::Binary { dst, op, .. } if !matches!(op, BinOp::IDiv | BinOp::IRem) => *dst,
             _ => return None,
         };
-        if dst == *arr || dst == *index {
+        if dst == *arr || dst == *index || dst == *d {
             return None;
         }
         defined.push(dst);
     }
     None
+}
+
+/// An array load whose load and event [`plan_pair`] moved to a later instruction
+/// (`at`): the element's address after its checks, the array and index, the
+/// destination and the site.
+#[derive(Clone, Copy)]
+struct Deferred {
+    at: usize,
+    plan: Pairable,
+    p: Value,
+    a: Value,
+    i: Value,
+    dst: Local,
+    site: SiteId,
 }
 
 /// Where [`Translator::sole_rule`] works: the sole-accessor table's top level, the
@@ -298,12 +369,12 @@ pub struct Translator<'a, 'b> {
     at: usize,
     /// The store the array load being translated may pair with ([`Pair`]).
     pairable: Option<Pairable>,
+    /// An array load to emit before a later instruction of the block.
+    deferred: Option<Deferred>,
     /// The pair a read set up, until its store.
     pair: Option<Pair>,
     /// The pair the next same-epoch check's exclusive rule applies.
     excl_pair: Option<Pair>,
-    /// The inline entry the read of a pair reserved for the write being translated.
-    write_entry: Option<usize>,
 }
 
 impl<'a, 'b> Translator<'a, 'b> {
@@ -341,9 +412,9 @@ impl<'a, 'b> Translator<'a, 'b> {
             polls: Vec::new(),
             at: 0,
             pairable: None,
+            deferred: None,
             pair: None,
             excl_pair: None,
-            write_entry: None,
         };
         t.function();
     }
@@ -442,15 +513,21 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     fn block(&mut self, block: &IrBlock) {
         self.pair = None;
+        let pairs = self.pairs_enabled();
         for (k, inst) in block.insts.iter().enumerate() {
             self.at = k;
-            // Not under the seeded scheduler: its point before the store may switch
-            // threads between the two events.
-            self.pairable = (matches!(inst, Inst::ArrayLoad { .. }) && !self.opts().seeded)
-                .then(|| pairable_store(self.func, &block.insts, k))
+            if let Some(d) = self.deferred.take_if(|d| d.at == k) {
+                self.pairable = Some(d.plan);
+                self.load_element(d.p, d.a, d.i, d.dst, d.site);
+            }
+            // (Not while a moved load waits: only one pair at a time.)
+            let free = self.deferred.is_none();
+            self.pairable = (pairs && free && matches!(inst, Inst::ArrayLoad { .. }))
+                .then(|| plan_pair(self.func, &block.insts, k))
                 .flatten();
             self.inst(inst);
         }
+        debug_assert!(self.deferred.is_none());
         self.pair = None;
         self.terminator(&block.term);
         self.fill_polls();
@@ -557,6 +634,12 @@ impl<'a, 'b> Translator<'a, 'b> {
         let cont = self.b.create_block();
         self.b.ins().brif(cond, cold, &[], cont, &[]);
         self.b.switch_to_block(cold);
+        // A load moved past this fault (`plan_pair`) happened before it in the
+        // program: its event first, out of line, as the interpreter delivers it.
+        if let Some(d) = self.deferred.filter(|_| self.opts().access_hooks) {
+            let s = self.iconst(d.site.0 as i64);
+            self.call_rt(Rt::EvRead, &[d.a, d.i, s]);
+        }
         let c = self.iconst(code);
         let s = self.iconst(site.0 as i64);
         self.call_rt(Rt::Error, &[c, s, a, b]);
@@ -695,12 +778,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.call_rt(rt, args);
             return;
         }
-        let reserved = if write.is_some() {
-            self.write_entry.take()
-        } else {
-            None
-        };
-        let entry = reserved.unwrap_or_else(|| self.inline_site(site, write.is_some(), slot));
+        let entry = self.inline_site(site, write.is_some(), slot);
         // A read whose write follows: its exclusive rule may apply the write's too
         // (`Pair`), where the write would pass the same header tests (the bits are
         // only ever set) and no capsule call's word decides.
@@ -713,7 +791,14 @@ impl<'a, 'b> Translator<'a, 'b> {
             check.is_some_and(|c| c.exclusive && c.guard.is_none())
                 && !(tests.iter().any(|t| t.1) && self.may_run_in_capsule_call())
         });
-        let pair = pair.map(|(store, site, arr, index)| {
+        let pair = pair.map(|plan| {
+            let Pairable {
+                store,
+                site,
+                arr,
+                index,
+                ..
+            } = plan;
             let entry = self.inline_site(site, true, slot);
             self.tables.inline_sites[entry].paired = true;
             let done = self.b.declare_var(I64);
@@ -2014,11 +2099,42 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     const DATA: i32 = (layout::ARRAY_DATA * layout::WORD) as i32;
 
+    /// Whether array loads may pair with their stores ([`Pair`]): FastTrack's
+    /// inline exclusive rule with nothing in front of it but header filters, and no
+    /// scheduler point that may switch threads between the two events (seeded).
+    fn pairs_enabled(&self) -> bool {
+        let o = self.opts();
+        !o.seeded
+            && o.access_hooks
+            && o.inline_check
+                .is_some_and(|c| c.exclusive && c.guard.is_none() && !c.field_checks)
+    }
+
     fn array_load(&mut self, dst: Local, arr: Local, index: Local, site: SiteId) {
         let a = self.use_(arr);
         let i = self.use_(index);
         let p = self.element(a, i, site);
         self.point();
+        match self.pairable.filter(|plan| plan.at > self.at) {
+            // The checks here, the load and its event later (`plan_pair`).
+            Some(plan) => {
+                self.pairable = None;
+                self.deferred = Some(Deferred {
+                    at: plan.at,
+                    plan,
+                    p,
+                    a,
+                    i,
+                    dst,
+                    site,
+                });
+            }
+            None => self.load_element(p, a, i, dst, site),
+        }
+    }
+
+    /// The load of the element at `p` (`a[i]`, checked) into `dst`, and its event.
+    fn load_element(&mut self, p: Value, a: Value, i: Value, dst: Local, site: SiteId) {
         let ty = self.local_type(dst);
         let v = self.b.ins().load(ty, heap_mem(), p, Self::DATA);
         self.def(dst, v);
@@ -2052,9 +2168,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                     let (hook, after) = (self.b.create_block(), self.b.create_block());
                     self.b.ins().brif(done, after, &[], hook, &[]);
                     self.b.switch_to_block(hook);
-                    self.write_entry = Some(p.entry);
                     self.access_hook(Rt::EvArrayWrite, a, &args, f, w, site, 0);
-                    self.write_entry = None;
                     self.b.ins().jump(after, &[]);
                     self.b.switch_to_block(after);
                 }
