@@ -351,7 +351,9 @@ impl Gen<'_, '_> {
             6 => {
                 let (o, _, _) = self.obj(scope);
                 let idx = self.index(scope, 1);
-                format!("{o}.arr[{idx}] = {};", self.int_expr(scope, 1))
+                // Compound assignments read the element first (read-write pairs).
+                let op = ["=", "+=", "^="][self.pick(3)];
+                format!("{o}.arr[{idx}] {op} {};", self.int_expr(scope, 1))
             }
             7 => {
                 let target = match scope.class {

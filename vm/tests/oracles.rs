@@ -114,6 +114,33 @@ fn interpreter_and_jit_agree_on_generated_programs() {
     check_all("program", |k| interp_vs_jit(&program(k), k));
 }
 
+/// Programs of one thread (no workers): `interp_vs_jit` then also runs each
+/// inline chain on the JIT under the OS scheduler, where read-write pairs apply,
+/// and compares its report with the interpreter's.
+#[test]
+fn interpreter_and_jit_agree_on_one_thread_programs() {
+    let mut one_thread = 0;
+    let failures: Vec<String> = (0..60u64)
+        .filter_map(|k| {
+            let cfg = ProgConfig {
+                workers: 0,
+                barrier: false,
+                ..prog_config(k)
+            };
+            let src = gen_program_seeded(k * 104_729 + 3, &cfg);
+            one_thread += u32::from(!src.contains("fork "));
+            interp_vs_jit(&src, k)
+                .err()
+                .map(|e| format!("one thread #{k}: {e}"))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(
+        one_thread >= 10,
+        "only {one_thread} of 60 programs fork nothing"
+    );
+}
+
 #[test]
 fn garbage_does_not_panic() {
     // Mutated generated programs and traces: truncations and byte flips.

@@ -126,9 +126,19 @@ pub fn filters_trace_precise(src: &str, seed: u64) -> Result<(), String> {
 /// status, runtime error and event sequence (objects by their deterministic labels),
 /// and under each of [`INLINE_CHAINS`] the same report (warnings and statistics),
 /// the JIT with its inline same-epoch check on and off, and (chains with `capsule`)
-/// the interpreter with every `Enter`/`Exit` delivered but for their counts.
+/// the interpreter with every `Enter`/`Exit` delivered but for their counts. A
+/// program that forks no thread also runs on the JIT under the OS scheduler, where
+/// its read-write pairs apply (`jit::translate`'s `Pair`, never under a seed): the
+/// same report, since one thread's run does not depend on the scheduler.
 pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
     let program = compile(src)?;
+    let forks = program.funcs.iter().any(|f| {
+        f.blocks.iter().any(|b| {
+            b.insts
+                .iter()
+                .any(|i| matches!(i, lang::ir::Inst::Fork { .. }))
+        })
+    });
     let a = run_recorded(&program, Tier::Interp, seed, &[])?;
     let b = run_recorded(&program, Tier::Jit, seed, &[])?;
     let mut d = tier_diff(&a.out, &b.out, &a.log.lines, &b.log.lines);
@@ -184,6 +194,23 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
                     if inline_detector { "on" } else { "off" },
                     fa.report,
                     fb.report
+                ));
+            }
+        }
+        if !forks {
+            let cfg = RunConfig {
+                tier: Tier::Jit,
+                sched: SchedKind::Os,
+                max_steps: MAX_STEPS,
+                tools: Some(chain.to_string()),
+                capture_stdout: true,
+                ..RunConfig::default()
+            };
+            let fo = run_program(program.clone(), &cfg).map_err(|e| e.0)?;
+            if fa.report != fo.report || fa.stdout != fo.stdout {
+                d.push(format!(
+                    "{chain} report (one thread, OS scheduler)\n--- interp\n{}\n--- jit\n{}",
+                    fa.report, fo.report
                 ));
             }
         }
