@@ -77,9 +77,9 @@ struct ExclusiveAt {
 }
 
 /// A read of `a[i]` whose write `a[i] = …` follows in the same IR block with nothing
-/// between them that touches the heap, synchronizes, calls or can fault
-/// ([`pairable_store`]; the store's array and index may be other locals, holding
-/// the same values): when the read's inline exclusive rule applies and the
+/// between the read's event and the store that touches the heap, synchronizes,
+/// calls or can fault ([`plan_pair`]; the store's array and index may be other
+/// locals, holding the same values): when the read's inline exclusive rule applies and the
 /// location's `W` is not the thread's current epoch, the write's exclusive rule
 /// applies as well, under the one lock (FastTrack's `W := E(t)` right after
 /// `R := E(t)`, with the write's site), and `done` is set so that the write skips its
@@ -986,16 +986,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         site: SiteId,
         slot: u32,
     ) {
-        let entry = self.tables.inline_sites.len();
-        self.tables.inline_sites.push(InlineSite {
-            site,
-            is_write,
-            check: false,
-            elements: false,
-            slot,
-            capsule_own: true,
-            paired: false,
-        });
+        let entry = self.inline_site(site, is_write, slot);
+        self.tables.inline_sites[entry].capsule_own = true;
         let call = self.b.create_block();
         let drop = self.b.create_block();
         let cont = self.b.create_block();
