@@ -107,7 +107,8 @@ struct Pairable {
     store: usize,
     site: SiteId,
     arr: Local,
-    index: Local,
+    /// The element's index; none for a field (the store's field is the load's).
+    index: Option<Local>,
     at: usize,
 }
 
@@ -175,7 +176,7 @@ fn plan_pair(func: &Function, insts: &[Inst], k: usize) -> Option<Pairable> {
                     store: m,
                     site: *site,
                     arr: *a,
-                    index: *i,
+                    index: Some(*i),
                     at,
                 });
             }
@@ -192,6 +193,52 @@ fn plan_pair(func: &Function, insts: &[Inst], k: usize) -> Option<Pairable> {
             _ => return None,
         };
         if dst == *arr || dst == *index || dst == *d {
+            return None;
+        }
+        defined.push(dst);
+    }
+    None
+}
+
+/// For the field read `d = O.f` at `insts[k]`: the write `O'.f = …` of the same
+/// plain, non-reference field that follows it with only pure, non-faulting
+/// instructions between, none of them redefining `O` or `O'` (`O'` is compared with
+/// `O` at run time when it is another local). No loads between: a field read has no
+/// checks of its own to leave in place.
+fn plan_field_pair(prog: &Program, insts: &[Inst], k: usize) -> Option<Pairable> {
+    let Inst::GetField { obj, field, .. } = &insts[k] else {
+        return None;
+    };
+    let fd = prog.field(*field);
+    if fd.is_volatile || fd.ty.is_ref() {
+        return None;
+    }
+    let mut defined = Vec::new();
+    for (m, inst) in insts.iter().enumerate().skip(k + 1) {
+        let dst = match inst {
+            Inst::PutField {
+                obj: o,
+                field: f,
+                site,
+                ..
+            } if f == field => {
+                return (!defined.contains(o)).then_some(Pairable {
+                    store: m,
+                    site: *site,
+                    arr: *o,
+                    index: None,
+                    at: k,
+                });
+            }
+            Inst::Const { dst, .. }
+            | Inst::Copy { dst, .. }
+            | Inst::Unary { dst, .. }
+            | Inst::Convert { dst, .. }
+            | Inst::Math { dst, .. } => *dst,
+            Inst::Binary { dst, op, .. } if !matches!(op, BinOp::IDiv | BinOp::IRem) => *dst,
+            _ => return None,
+        };
+        if dst == *obj {
             return None;
         }
         defined.push(dst);
@@ -522,9 +569,13 @@ impl<'a, 'b> Translator<'a, 'b> {
             }
             // (Not while a moved load waits: only one pair at a time.)
             let free = self.deferred.is_none();
-            self.pairable = (pairs && free && matches!(inst, Inst::ArrayLoad { .. }))
-                .then(|| plan_pair(self.func, &block.insts, k))
-                .flatten();
+            self.pairable = match inst {
+                Inst::ArrayLoad { .. } if pairs && free => plan_pair(self.func, &block.insts, k),
+                Inst::GetField { .. } if pairs && free => {
+                    plan_field_pair(self.env.prog, &block.insts, k)
+                }
+                _ => None,
+            };
             self.inst(inst);
         }
         debug_assert!(self.deferred.is_none());
@@ -804,7 +855,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             let done = self.b.declare_var(I64);
             let zero = self.iconst(0);
             self.b.def_var(done, zero);
-            let (a, i) = (self.use_(arr), self.use_(index));
+            let a = self.use_(arr);
+            let i = index.map_or(args[1], |l| self.use_(l));
             let same = (a != obj || i != args[1]).then(|| {
                 let sa = self.b.ins().icmp(IntCC::Equal, a, obj);
                 let si = self.b.ins().icmp(IntCC::Equal, i, args[1]);
@@ -1983,15 +2035,10 @@ impl<'a, 'b> Translator<'a, 'b> {
             let bits = self.bits(v);
             let r = self.iconst(is_ref);
             let s = self.iconst(site.0 as i64);
-            self.access_hook(
-                Rt::EvWrite,
-                o,
-                &[o, sl, bits, r, s],
-                filtering,
-                Some(Some(ty)),
-                site,
-                slot as u32,
-            );
+            let args = [o, sl, bits, r, s];
+            let w = Some(Some(ty));
+            let slot = slot as u32;
+            self.unless_paired(|t| t.access_hook(Rt::EvWrite, o, &args, filtering, w, site, slot));
         }
         self.b
             .ins()
@@ -2153,21 +2200,26 @@ impl<'a, 'b> Translator<'a, 'b> {
             let args = [a, i, bits, s];
             let w = Some(elem.as_ref());
             let f = Filtering::Header;
-            // The write of a pair (`Pair`) whose read applied its rule skips its check.
-            match self.pair.take().filter(|p| p.store == self.at) {
-                Some(p) => {
-                    let done = self.b.use_var(p.done);
-                    let (hook, after) = (self.b.create_block(), self.b.create_block());
-                    self.b.ins().brif(done, after, &[], hook, &[]);
-                    self.b.switch_to_block(hook);
-                    self.access_hook(Rt::EvArrayWrite, a, &args, f, w, site, 0);
-                    self.b.ins().jump(after, &[]);
-                    self.b.switch_to_block(after);
-                }
-                None => self.access_hook(Rt::EvArrayWrite, a, &args, f, w, site, 0),
-            }
+            self.unless_paired(|t| t.access_hook(Rt::EvArrayWrite, a, &args, f, w, site, 0));
         }
         self.b.ins().store(heap_mem(), v, p, Self::DATA);
+    }
+
+    /// `hook`, the write's event, unless the write is the one of a pair (`Pair`)
+    /// whose read applied its rule.
+    fn unless_paired(&mut self, hook: impl FnOnce(&mut Self)) {
+        match self.pair.take().filter(|p| p.store == self.at) {
+            Some(p) => {
+                let done = self.b.use_var(p.done);
+                let (call, after) = (self.b.create_block(), self.b.create_block());
+                self.b.ins().brif(done, after, &[], call, &[]);
+                self.b.switch_to_block(call);
+                hook(self);
+                self.b.ins().jump(after, &[]);
+                self.b.switch_to_block(after);
+            }
+            None => hook(self),
+        }
     }
 
     fn array_length(&mut self, dst: Local, arr: Local, site: SiteId) {
