@@ -112,6 +112,20 @@ struct Pairable {
     at: usize,
 }
 
+/// The local an instruction defines if it touches no heap, calls nothing and cannot
+/// fault (division and remainder can).
+fn pure_def(inst: &Inst) -> Option<Local> {
+    match inst {
+        Inst::Const { dst, .. }
+        | Inst::Copy { dst, .. }
+        | Inst::Unary { dst, .. }
+        | Inst::Convert { dst, .. }
+        | Inst::Math { dst, .. } => Some(*dst),
+        Inst::Binary { dst, op, .. } if !matches!(op, BinOp::IDiv | BinOp::IRem) => Some(*dst),
+        _ => None,
+    }
+}
+
 /// The locals an instruction that [`plan_pair`] lets between a load and its store
 /// reads.
 fn pure_uses(inst: &Inst) -> Vec<Local> {
@@ -184,13 +198,7 @@ fn plan_pair(func: &Function, insts: &[Inst], k: usize) -> Option<Pairable> {
                 loads_before_use = true;
                 *dst
             }
-            Inst::Const { dst, .. }
-            | Inst::Copy { dst, .. }
-            | Inst::Unary { dst, .. }
-            | Inst::Convert { dst, .. }
-            | Inst::Math { dst, .. } => *dst,
-            Inst::Binary { dst, op, .. } if !matches!(op, BinOp::IDiv | BinOp::IRem) => *dst,
-            _ => return None,
+            _ => pure_def(inst)?,
         };
         if dst == *arr || dst == *index || dst == *d {
             return None;
@@ -230,13 +238,7 @@ fn plan_field_pair(prog: &Program, insts: &[Inst], k: usize) -> Option<Pairable>
                     at: k,
                 });
             }
-            Inst::Const { dst, .. }
-            | Inst::Copy { dst, .. }
-            | Inst::Unary { dst, .. }
-            | Inst::Convert { dst, .. }
-            | Inst::Math { dst, .. } => *dst,
-            Inst::Binary { dst, op, .. } if !matches!(op, BinOp::IDiv | BinOp::IRem) => *dst,
-            _ => return None,
+            _ => pure_def(inst)?,
         };
         if dst == *obj {
             return None;
