@@ -65,6 +65,8 @@ struct ExclusiveAt {
     site: SiteId,
     entry: usize,
     obj: Value,
+    /// The access's index (element) or slot (field), as the cell's key has it.
+    index: Value,
     /// A BigFoot element check of this array: the rules apply only if the array is
     /// in the thread's table of fine arrays (`JitThread::fine`).
     fine: Option<Value>,
@@ -93,9 +95,10 @@ struct Pair {
     site: SiteId,
     entry: usize,
     done: Variable,
-    /// Whether the store's array and index equal the load's, when they are other
-    /// locals (a field read again for the store, `this.a[i] = this.a[i] + 1`).
-    same: Option<Value>,
+    /// The store's array and index, when they are other locals than the load's (a
+    /// field read again for the store, `this.a[i] = this.a[i] + 1`): the exclusive
+    /// rule compares them with the load's before it applies the write.
+    other: Option<(Value, Value)>,
 }
 
 /// The store an array load may pair with ([`Pair`]): its index in the block, site,
@@ -126,23 +129,6 @@ fn pure_def(inst: &Inst) -> Option<Local> {
     }
 }
 
-/// The locals an instruction that [`plan_pair`] lets between a load and its store
-/// reads.
-fn pure_uses(inst: &Inst) -> Vec<Local> {
-    match inst {
-        Inst::Copy { src, .. } | Inst::Unary { src, .. } | Inst::Convert { src, .. } => {
-            vec![*src]
-        }
-        Inst::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
-        Inst::Math { args, .. } => args.clone(),
-        Inst::ArrayLoad { arr, index, .. } => vec![*arr, *index],
-        Inst::ArrayStore {
-            arr, index, src, ..
-        } => vec![*arr, *index, *src],
-        _ => Vec::new(),
-    }
-}
-
 /// For the array load `d = A[I]` at `insts[k]`: the first store that follows it, if
 /// it stores no reference and nothing between them touches the heap but array
 /// loads, synchronizes, calls or can fault but those loads, and none of them
@@ -170,8 +156,12 @@ fn plan_pair(func: &Function, insts: &[Inst], k: usize) -> Option<Pairable> {
     let mut first_use = None;
     let mut loads_before_use = false;
     for (m, inst) in insts.iter().enumerate().skip(k + 1) {
-        if first_use.is_none() && pure_uses(inst).contains(d) {
-            first_use = Some(m);
+        if first_use.is_none() {
+            homes::locals_of(inst, &mut |l, def| {
+                if !def && l == *d {
+                    first_use = Some(m);
+                }
+            });
         }
         let dst = match inst {
             Inst::ArrayStore {
@@ -859,17 +849,12 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.def_var(done, zero);
             let a = self.use_(arr);
             let i = index.map_or(args[1], |l| self.use_(l));
-            let same = (a != obj || i != args[1]).then(|| {
-                let sa = self.b.ins().icmp(IntCC::Equal, a, obj);
-                let si = self.b.ins().icmp(IntCC::Equal, i, args[1]);
-                self.b.ins().band(sa, si)
-            });
             Pair {
                 store,
                 site,
                 entry,
                 done,
-                same,
+                other: (a != obj || i != args[1]).then_some((a, i)),
             }
         });
         self.pair = pair;
@@ -1242,6 +1227,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             site,
             entry,
             obj,
+            index,
             fine,
             guard,
             pair: self.excl_pair.take().filter(|_| !is_write),
@@ -1507,13 +1493,15 @@ impl<'a, 'b> Translator<'a, 'b> {
             // The write's [write exclusive] too, unless `W` is already the thread's
             // epoch (then its own check finds [write same epoch]): `W ⪯ C_t` was
             // tested above and `R` is now the thread's epoch.
-            let other = self.b.ins().icmp(IntCC::NotEqual, wv, at.e);
-            let other = match p.same {
-                Some(same) => self.b.ins().band(other, same),
-                None => other,
-            };
+            let mut apply = self.b.ins().icmp(IntCC::NotEqual, wv, at.e);
+            if let Some((a, i)) = p.other {
+                let sa = self.b.ins().icmp(IntCC::Equal, a, at.obj);
+                let si = self.b.ins().icmp(IntCC::Equal, i, at.index);
+                let same = self.b.ins().band(sa, si);
+                apply = self.b.ins().band(apply, same);
+            }
             let (alone, both) = (self.b.create_block(), self.b.create_block());
-            self.b.ins().brif(other, both, &[], alone, &[]);
+            self.b.ins().brif(apply, both, &[], alone, &[]);
             self.b.switch_to_block(both);
             let packed = self.b.ins().bor_imm_s(ctx, i64::from(p.site.0));
             self.b.ins().store(m, packed, at.cell, FASTTRACK_W_SITE_OFF);
