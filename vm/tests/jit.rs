@@ -1463,7 +1463,7 @@ class Main {
 /// before the store may switch threads, nothing pairs.
 #[test]
 fn inline_read_write_pairs_keep_every_warning_and_statistic() {
-    let phased = r#"
+    let phased_src = r#"
 class Worker {
     int id;
     int parts;
@@ -1643,7 +1643,7 @@ class Main {
             on.paired_inline
         );
     }
-    let phased = compile_src("phased", phased).expect("compiles");
+    let phased = compile_src("phased", phased_src).expect("compiles");
     let racy = compile_src("racy", racy).expect("compiles");
     for tools in ["fasttrack", "escape:fasttrack"] {
         let on = run_jit_parts_sched(&phased, tools, None, true);
@@ -1680,5 +1680,122 @@ class Main {
                 assert_eq!(run.paired_inline > 0, on, "{tools}, inline {on}: pairs");
             }
         }
+    }
+    // Behind SingleTrack's guard: the phased program inside a `deterministic` block.
+    // A read whose stamp test fails applies the sole-accessor rule for its write as
+    // well (the stamp becomes the thread's write stamp), and FastTrack's pair then
+    // applies where the write would pass the guard. The first phase's accesses are
+    // the locations' first (out of line), the second claims the sole entries.
+    let deterministic = phased_src.replace(
+        "        Thread[] th = new Thread[parts];",
+        "        Thread[] th = new Thread[parts];\n        deterministic {",
+    );
+    let deterministic = deterministic.replace(
+        "            th[i].join();\n        }\n",
+        "            th[i].join();\n        }\n        }\n",
+    );
+    assert_ne!(deterministic, phased_src, "the block is in");
+    let deterministic = compile_src("deterministic", &deterministic).expect("compiles");
+    for tools in [
+        "singletrack:fasttrack",
+        "escape:capsule:singletrack:fasttrack",
+    ] {
+        // Outside every transaction both accesses pass the idle test (each counted
+        // as such); inside, the pairs of the phases after the second.
+        for (prog, pairs) in [(&phased, 1200 - 4 * 10), (&deterministic, 4 * (200 - 10))] {
+            let on = run_jit_parts_sched(prog, tools, None, true);
+            let off = run_jit_parts_sched(prog, tools, None, false);
+            assert!(on.error.is_none(), "{tools}: {:?}", on.error);
+            assert!(on.warnings.is_empty(), "{tools}: {:?}", on.warnings);
+            assert_eq!(on.stdout, off.stdout, "{tools}: output");
+            assert_eq!(on.stats, off.stats, "{tools}: statistics");
+            assert_eq!(off.paired_inline, 0, "{tools}: the check is off");
+            assert_eq!(on.paired_inline, pairs, "{tools}: pairs");
+            let seeded = run_jit_parts_sched(prog, tools, Some(1), true);
+            assert_eq!(seeded.paired_inline, 0, "{tools}: seeded");
+            assert_eq!(seeded.stats, on.stats, "{tools}: seeded statistics");
+        }
+    }
+    // A conflict after a pair: thread 0's pairs in its fourth epoch leave the sole
+    // entry with its write (not the read before it), which thread 1's read, ordered
+    // by a volatile flag for FastTrack but not for SingleTrack, conflicts with.
+    let handoff = r#"
+class Flag {
+    volatile boolean set;
+}
+class Worker {
+    int id;
+    double[] a;
+    Flag f;
+    Barrier br;
+    Worker(int id, double[] a, Flag f, Barrier br) {
+        this.id = id;
+        this.a = a;
+        this.f = f;
+        this.br = br;
+    }
+    void run() {
+        for (int p = 0; p < 3; p++) {
+            if (id == 0) {
+                for (int i = 0; i < a.length; i++) {
+                    a[i] += 1.0;
+                }
+            }
+            br.await();
+        }
+        // A fourth epoch: thread 0 reads and writes each element (its sole
+        // accessor's pair), then hands over by a volatile flag, which orders for
+        // FastTrack but not for SingleTrack.
+        if (id == 0) {
+            for (int i = 0; i < a.length; i++) {
+                a[i] += 1.0;
+            }
+            f.set = true;
+        } else {
+            while (!f.set) {
+            }
+            double s = 0.0;
+            for (int i = 0; i < a.length; i++) {
+                s = s + a[i];
+            }
+            print(s);
+        }
+    }
+}
+class Main {
+    static void main() {
+        double[] a = new double[8];
+        Flag f = new Flag();
+        Barrier br = new Barrier(2);
+        deterministic {
+            Thread t = fork new Worker(1, a, f, br).run();
+            new Worker(0, a, f, br).run();
+            t.join();
+        }
+    }
+}
+"#;
+    let handoff = compile_src("handoff", handoff).expect("compiles");
+    for on in [true, false] {
+        let run = run_jit_parts_sched(&handoff, "singletrack:fasttrack", None, on);
+        assert_eq!(run.stdout, b"32.0\n", "inline {on}: output");
+        let conflict = run
+            .warnings
+            .iter()
+            .find(|w| w.contains("determinism conflict on double[0]"))
+            .unwrap_or_else(|| panic!("inline {on}: {:?}", run.warnings));
+        assert!(
+            conflict.contains("write by T0 and read by T1")
+                && conflict
+                    .contains("Previous write by thread T0:\n    #0 Worker.run (handoff:30:"),
+            "inline {on}: {conflict}"
+        );
+        assert!(run.warnings.iter().all(|w| !w.contains("data race")));
+        // Phases 2 and 3 (the first access is out of line, the second claims).
+        assert_eq!(
+            run.paired_inline,
+            if on { 16 } else { 0 },
+            "inline {on}: pairs"
+        );
     }
 }

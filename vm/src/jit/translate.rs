@@ -71,6 +71,10 @@ struct ExclusiveAt {
     /// in the thread's table of fine arrays (`JitThread::fine`).
     fine: Option<Value>,
     guard: Option<(Value, Value)>,
+    /// Behind the checker's guard, for a read that pairs: nonzero (`I8`) if the
+    /// write, right after the read, would pass the guard (the read's idle test, the
+    /// thread's write stamp, or the sole-accessor rule that applied the write too).
+    write_ok: Option<Value>,
     /// A read whose write follows ([`Pair`]): the exclusive rule applies the write's
     /// rule too, under the same lock.
     pair: Option<Pair>,
@@ -831,7 +835,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             None
         };
         let pair = pairable.filter(|_| {
-            check.is_some_and(|c| c.exclusive && c.guard.is_none())
+            check.is_some_and(|c| c.exclusive)
                 && !(tests.iter().any(|t| t.1) && self.may_run_in_capsule_call())
         });
         let pair = pair.map(|plan| {
@@ -1112,6 +1116,11 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().brif(bad, call, &[], walk, &[]);
         self.b.switch_to_block(walk);
         let w = self.b.ins().ushr_imm_u(key, 3);
+        // A read that pairs with its write (`Pair`): the guard also says whether the
+        // write, right after it, would pass the guard as a check (`write_ok`, the
+        // `guarded` block's second parameter).
+        let pairing = !is_write && self.excl_pair.is_some();
+        let mut write_ok = None;
         // The checker's test first (`InlineGuard::Stamp`): a read with
         // `stamp & !1 == word` or a shared stamp holding the word, a write with
         // `stamp == word + 1`; else, off the hot path, outside every transaction
@@ -1124,9 +1133,21 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let word = self.b.ins().load(I64, m, gp, 0);
                 let guarded = self.b.create_block();
                 let was_idle = self.b.append_block_param(guarded, I64);
+                if pairing {
+                    write_ok = Some(self.b.append_block_param(guarded, types::I8));
+                }
                 let other = self.b.create_block();
                 self.b.set_cold_block(other);
                 let zero = self.iconst(0);
+                let no = self.b.ins().iconst(types::I8, 0);
+                // The arguments of a jump to `guarded`.
+                let to_guarded = |idle: Value, ok: Value| -> Vec<ir::BlockArg> {
+                    if pairing {
+                        vec![idle.into(), ok.into()]
+                    } else {
+                        vec![idle.into()]
+                    }
+                };
                 let stamp = self.shadow_cell(top, w, GUARD_CELL_BYTES, other);
                 let s = self.b.ins().load(I64, m, stamp, 0);
                 // Where the stamp test fails on a plain stamp: the sole-accessor rule
@@ -1144,9 +1165,16 @@ impl<'a, 'b> Translator<'a, 'b> {
                     let s1 = self.b.ins().band_imm_s(s, !1);
                     let same = self.b.ins().icmp(IntCC::Equal, s1, word);
                     let not_own = self.b.create_block();
+                    // The write passes too where the stamp is the thread's write's.
+                    let ok = if pairing {
+                        let w1 = self.b.ins().iadd_imm_s(word, 1);
+                        self.b.ins().icmp(IntCC::Equal, s, w1)
+                    } else {
+                        no
+                    };
                     self.b
                         .ins()
-                        .brif(same, guarded, &[zero.into()], not_own, &[]);
+                        .brif(same, guarded, &to_guarded(zero, ok), not_own, &[]);
                     // Tagged: the read words `[n, w_0, …, w_{n-1}]` it points at must
                     // hold the word for the thread (`word & 0xffff_ffff) >> 1`).
                     self.b.switch_to_block(not_own);
@@ -1176,13 +1204,17 @@ impl<'a, 'b> Translator<'a, 'b> {
                     let e1 = self.b.ins().icmp(IntCC::Equal, h1, half);
                     let either = self.b.ins().bor(e0, e1);
                     let hit = self.b.ins().band(either, fits);
-                    self.b.ins().brif(hit, guarded, &[zero.into()], other, &[]);
+                    self.b
+                        .ins()
+                        .brif(hit, guarded, &to_guarded(zero, no), other, &[]);
                     self.b.switch_to_block(shared);
                     let low = self.b.ins().band_imm_s(word, u32::MAX as i64);
                     let t = self.b.ins().ushr_imm_u(low, 1);
                     let e = self.tagged_entry(s, GUARD_SHARED_TAG, t, I64, other);
                     let same = self.b.ins().icmp(IntCC::Equal, e, word);
-                    self.b.ins().brif(same, guarded, &[zero.into()], other, &[]);
+                    self.b
+                        .ins()
+                        .brif(same, guarded, &to_guarded(zero, no), other, &[]);
                 }
                 let outside = |b: &mut FunctionBuilder| {
                     b.ins().icmp_imm_s(IntCC::Equal, word, GUARD_OUTSIDE as i64)
@@ -1201,8 +1233,11 @@ impl<'a, 'b> Translator<'a, 'b> {
                         stamp,
                         s,
                     };
-                    self.sole_rule(&at, is_write, site, call);
-                    self.b.ins().jump(guarded, &[zero.into()]);
+                    let pair = self.excl_pair.filter(|_| pairing);
+                    let ok =
+                        self.sole_rule(&at, is_write, site, pair.map(|p| (p, obj, index)), call);
+                    let ok = ok.unwrap_or(no);
+                    self.b.ins().jump(guarded, &to_guarded(zero, ok));
                 }
                 self.b.switch_to_block(other);
                 let out = outside(&mut self.b);
@@ -1213,7 +1248,11 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let idle = self.iconst(idle as i64);
                 let live = self.b.ins().load(I64, m, idle, 0);
                 let one = self.iconst(1);
-                self.b.ins().brif(live, call, &[], guarded, &[one.into()]);
+                // The write, with nothing between, is idle too.
+                let yes = self.b.ins().iconst(types::I8, 1);
+                self.b
+                    .ins()
+                    .brif(live, call, &[], guarded, &to_guarded(one, yes));
                 self.b.switch_to_block(guarded);
                 (gp, was_idle)
             });
@@ -1230,6 +1269,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             index,
             fine,
             guard,
+            write_ok,
             pair: self.excl_pair.take().filter(|_| !is_write),
             call,
             cont,
@@ -1293,7 +1333,14 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// `GUARD_OUTSIDE`): falls through when the rule applied, jumps to `call` in any
     /// other case (the pass decides there, under the location's lock). Only where the
     /// call context is the shadow stack's (`exclusive_rule`'s test).
-    fn sole_rule(&mut self, at: &SoleAt, is_write: bool, site: SiteId, call: ir::Block) {
+    fn sole_rule(
+        &mut self,
+        at: &SoleAt,
+        is_write: bool,
+        site: SiteId,
+        pair: Option<(Pair, Value, Value)>,
+        call: ir::Block,
+    ) -> Option<Value> {
         use analyses::pass::{
             GUARD_TX_LO_OFF, SOLE_CELL_BYTES, SOLE_CLOCKS_OFF, SOLE_LOCK, SOLE_OWNER_OFF,
             SOLE_R_SITE_OFF, SOLE_W_SITE_OFF,
@@ -1359,7 +1406,32 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().store(m, clocks, entry, SOLE_CLOCKS_OFF);
             self.b.ins().store(m, at.word, at.stamp, 0);
         }
+        // A read that pairs: the write's rule under the same lock (the stamp is now
+        // the thread's own from this transaction, and the write drops the read),
+        // where the store's location is the load's.
+        let ok = pair.map(|(p, obj, index)| {
+            let ok = match p.other {
+                Some((a, i)) => {
+                    let sa = self.b.ins().icmp(IntCC::Equal, a, obj);
+                    let si = self.b.ins().icmp(IntCC::Equal, i, index);
+                    self.b.ins().band(sa, si)
+                }
+                None => self.b.ins().iconst(types::I8, 1),
+            };
+            let (write, release) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(ok, write, &[], release, &[]);
+            self.b.switch_to_block(write);
+            let packed = self.b.ins().bor_imm_s(ctx, i64::from(p.site.0));
+            self.b.ins().store(m, packed, entry, SOLE_W_SITE_OFF);
+            self.b.ins().store(m, high, entry, SOLE_CLOCKS_OFF);
+            let w1 = self.b.ins().iadd_imm_s(at.word, 1);
+            self.b.ins().store(m, w1, at.stamp, 0);
+            self.b.ins().jump(release, &[]);
+            self.b.switch_to_block(release);
+            ok
+        });
         self.b.ins().store(m, own, entry, SOLE_OWNER_OFF);
+        ok
     }
 
     /// Nonzero when the thread's call context may not be its shadow stack's: a call
@@ -1494,6 +1566,9 @@ impl<'a, 'b> Translator<'a, 'b> {
             // epoch (then its own check finds [write same epoch]): `W ⪯ C_t` was
             // tested above and `R` is now the thread's epoch.
             let mut apply = self.b.ins().icmp(IntCC::NotEqual, wv, at.e);
+            if let Some(ok) = at.write_ok {
+                apply = self.b.ins().band(apply, ok);
+            }
             if let Some((a, i)) = p.other {
                 let sa = self.b.ins().icmp(IntCC::Equal, a, at.obj);
                 let si = self.b.ins().icmp(IntCC::Equal, i, at.index);
@@ -1510,6 +1585,9 @@ impl<'a, 'b> Translator<'a, 'b> {
             let one = self.iconst(1);
             self.b.def_var(p.done, one);
             self.count_inline(at.entry, INLINE_EXCL, at.obj);
+            // The read's and the write's idle tests, if the read's held.
+            self.count_guarded(at.guard);
+            self.count_guarded(at.guard);
             self.b.ins().jump(at.cont, &[]);
             self.b.switch_to_block(alone);
             self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
@@ -2136,7 +2214,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         !o.seeded
             && o.access_hooks
             && o.inline_check
-                .is_some_and(|c| c.exclusive && c.guard.is_none() && !c.field_checks)
+                .is_some_and(|c| c.exclusive && !c.field_checks)
     }
 
     fn array_load(&mut self, dst: Local, arr: Local, index: Local, site: SiteId) {
