@@ -1460,7 +1460,9 @@ class Main {
 /// equal those of the same run with the inline check off and of the seeded run;
 /// on a racy one (two threads update every element without synchronization) the
 /// array's races are reported either way. Under the seeded scheduler, whose point
-/// before the store may switch threads, nothing pairs.
+/// before the store may switch threads, nothing pairs. Behind SingleTrack's guard
+/// the same holds outside and inside a `deterministic` block, and a determinism
+/// conflict after a pair names the pair's write.
 #[test]
 fn inline_read_write_pairs_keep_every_warning_and_statistic() {
     let phased_src = r#"
