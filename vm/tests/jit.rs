@@ -1522,8 +1522,12 @@ class Main {
         int parts = 3;
         double[] a = new double[300];
         double[] c = new double[300];
+        // Every element touched before the workers start, so that no two of them
+        // race to create the shadow of `a` (the loser's access would go out of
+        // line, and its pair with it).
         for (int i = 0; i < c.length; i++) {
             c[i] = i * 0.25;
+            a[i] = 0.0;
         }
         Barrier br = new Barrier(parts);
         Thread[] th = new Thread[parts];
