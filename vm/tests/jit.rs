@@ -1625,6 +1625,9 @@ class Worker {
 class Main {
     static void main() {
         Counter c = new Counter();
+        // Its shadow made before the workers start (else the first of them to reach
+        // it would find none, and its increment would not pair).
+        c.n = 0;
         Thread t = fork new Worker(c).run();
         new Worker(c).run();
         t.join();
