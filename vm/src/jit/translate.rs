@@ -1410,12 +1410,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         // the thread's own from this transaction, and the write drops the read),
         // where the store's location is the load's.
         let ok = pair.map(|(p, obj, index)| {
-            let ok = match p.other {
-                Some((a, i)) => {
-                    let sa = self.b.ins().icmp(IntCC::Equal, a, obj);
-                    let si = self.b.ins().icmp(IntCC::Equal, i, index);
-                    self.b.ins().band(sa, si)
-                }
+            let ok = match self.same_location(&p, obj, index) {
+                Some(same) => same,
                 None => self.b.ins().iconst(types::I8, 1),
             };
             let (write, release) = (self.b.create_block(), self.b.create_block());
@@ -1432,6 +1428,15 @@ impl<'a, 'b> Translator<'a, 'b> {
         });
         self.b.ins().store(m, own, entry, SOLE_OWNER_OFF);
         ok
+    }
+
+    /// Where the pair's store has other locals than its load (`Pair::other`): whether
+    /// they hold the load's array (or object) `obj` and index `index` (`I8`).
+    fn same_location(&mut self, p: &Pair, obj: Value, index: Value) -> Option<Value> {
+        let (a, i) = p.other?;
+        let sa = self.b.ins().icmp(IntCC::Equal, a, obj);
+        let si = self.b.ins().icmp(IntCC::Equal, i, index);
+        Some(self.b.ins().band(sa, si))
     }
 
     /// Nonzero when the thread's call context may not be its shadow stack's: a call
@@ -1569,10 +1574,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             if let Some(ok) = at.write_ok {
                 apply = self.b.ins().band(apply, ok);
             }
-            if let Some((a, i)) = p.other {
-                let sa = self.b.ins().icmp(IntCC::Equal, a, at.obj);
-                let si = self.b.ins().icmp(IntCC::Equal, i, at.index);
-                let same = self.b.ins().band(sa, si);
+            if let Some(same) = self.same_location(&p, at.obj, at.index) {
                 apply = self.b.ins().band(apply, same);
             }
             let (alone, both) = (self.b.create_block(), self.b.create_block());
