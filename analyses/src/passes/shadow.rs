@@ -134,15 +134,19 @@ unsafe fn install_zeroed<E>(slot: &AtomicPtr<E>, n: usize, commit: bool) -> *mut
     let layout = std::alloc::Layout::array::<E>(n).expect("a table level's size fits");
     // SAFETY: `layout` has a nonzero size (every level has cells of nonzero size).
     let fresh = unsafe {
-        if commit {
-            let p = std::alloc::alloc(layout);
-            if !p.is_null() {
-                std::ptr::write_bytes(p, 0, layout.size());
+        let p = std::alloc::alloc_zeroed(layout);
+        if commit && !p.is_null() {
+            // One write per page makes it resident (a fresh page from the kernel,
+            // one fault). Clearing with `write_bytes` after `alloc` is not enough:
+            // the compiler folds the pair into `alloc_zeroed` (calloc), which leaves
+            // fresh pages untouched, and a cell read before it is written then costs
+            // a fault on the zero page, a second one to copy it, and a TLB shootdown
+            // to every CPU the process runs on.
+            for off in (0..layout.size()).step_by(4096) {
+                std::ptr::write_volatile(p.add(off), 0u8);
             }
-            p
-        } else {
-            std::alloc::alloc_zeroed(layout)
         }
+        p
     } as *mut E;
     if fresh.is_null() {
         std::alloc::handle_alloc_error(layout);
