@@ -41,7 +41,8 @@
 //! Every access is forwarded. Concurrency (the design of `fasttrack`'s shadow memory,
 //! `super::shadow`): a variable's state for both properties (its [`cf::CfCell`] and
 //! its last writer's and readers' graph nodes) lives in one cell of a direct-mapped
-//! shadow table with its own lock, so accesses to different locations run in parallel.
+//! shadow table with its own lock (in the location's record, [`first::Rec`]; "the
+//! cell's lock" below), so accesses to different locations run in parallel.
 //! Everything else — thread clocks and transactions, locks, barriers, the graph — sits
 //! behind one mutex that synchronization events take. An access reads its thread's
 //! clock, transaction and graph node from the pass's thread-local copy (only the
@@ -54,11 +55,12 @@
 //! pass in program order, after every synchronization event that happens before
 //! them (the producer's guarantee, `crate::chain`): each interleaving is the
 //! sequential processing of some trace consistent with the run. Memory: per location
-//! one cell (entries of finished transactions dropped at the next access; 56 bytes
-//! with its lock where it holds one transaction's write and one thread's read,
-//! [`packed`]) and one
-//! stamp (plus a word per thread where reads are shared, and a [`Sole`] entry where
-//! a thread owned it), per live transaction a graph node.
+//! a stamp and a 16-byte record with the lock; a location touched only by its first
+//! access inside a transaction keeps that access there, with no cell ([`first`]);
+//! any other has a cell (entries of finished transactions dropped at the next
+//! access; 48 bytes where it holds one transaction's write and one thread's read,
+//! [`packed`]); plus a word per thread where reads are shared, and a [`Sole`] entry
+//! where a thread owned it; per live transaction a graph node.
 //!
 //! **Same epoch.** Per location a stamp (one word, in its own table) names the
 //! access that left the cell as it is: `clock << 32 | tid << 1 | write` for an access
@@ -130,6 +132,7 @@
 //! compare-and-swaps (the entry's lock here, FastTrack's exclusive rule there).
 
 pub mod cf;
+mod first;
 mod packed;
 mod small;
 
@@ -155,7 +158,6 @@ use crate::txgraph::report::cycle_warning;
 use crate::txgraph::{NodeId, TxHb, TxMode, Violation};
 
 use super::shadow::PageTable;
-use crate::spin::SpinCell;
 use cf::{Cf, CfAccess, CfCell, CfConflict, CfView, Finished, Own, Target};
 use small::Small;
 
@@ -313,6 +315,8 @@ struct ThreadCopy {
     cf: CfView,
     inside: bool,
     last: Option<NodeId>,
+    /// The segment of the thread's cell-less first accesses.
+    segs: first::Segs,
     /// Read by generated code ([`InlineGuard::Stamp`]).
     guard: GuardWords,
 }
@@ -346,6 +350,7 @@ impl Default for ThreadCopy {
             cf: CfView::default(),
             inside: false,
             last: None,
+            segs: first::Segs::default(),
             guard: GuardWords {
                 word: AtomicU64::new(GUARD_OUTSIDE),
                 idle: AtomicU64::new(0),
@@ -461,7 +466,14 @@ pub struct SingleTrack {
     state: Mutex<State>,
     /// The finished transactions ([`Cf::finished`]), read without the mutex.
     finished: Arc<Finished>,
-    cells: PageTable<SpinCell<packed::Packed>>,
+    /// Per location, its lock, and its first access where it has no cell yet
+    /// ([`first`]).
+    recs: PageTable<first::Rec>,
+    /// Per location with more than a first access, its cell (reached under the
+    /// location's lock in `recs`).
+    cells: PageTable<packed::Slot>,
+    /// The segments cell-less first accesses point at ([`first::Segs`]).
+    segs: first::SegStore,
     /// Per location, the stamp of the last access (see "Same epoch" in the module
     /// doc); 0 before any stamped access.
     stamps: PageTable<AtomicU64>,
@@ -504,13 +516,15 @@ impl SingleTrack {
             finished: cf.finished(),
             state: Mutex::new(State { cf, xs }),
             // Leaves built eagerly, not as lazily committed zeroed allocations
-            // (`PageTable::zeroed`): crypt, whose 36 M locations all get a cell, a
+            // (`PageTable::zeroed`): crypt, whose 36 M locations then all got a cell, a
             // stamp and FastTrack's cell, took 5.2–5.3 s with SingleTrack's leaves
             // zeroed against 4.4–4.6 s, 1 s more system time in page faults (a cell
-            // read before it is written costs two faults per page). One clear per
-            // leaf (`PageTable::zeroed_committed`, FastTrack's) would build the same
-            // pages with less work; not measured yet.
+            // read before it is written costs two faults per page).
             cells: PageTable::default(),
+            // Touched (locked) by every access that reaches the cell's rules, so its
+            // pages are made resident once per leaf.
+            recs: PageTable::zeroed_committed(),
+            segs: first::SegStore::default(),
             stamps: PageTable::default(),
             live,
             checks: PageTable::default(),
@@ -847,14 +861,15 @@ impl SingleTrack {
             ctx: t.ctx,
             event: ev.index,
         };
-        let mut cell = self.cells.get(loc.key()).lock();
+        let mut held = self.recs.get(loc.key()).lock();
         let prev = stamp.load(Relaxed);
-        // A location's first access, inside a transaction: nothing to check against,
-        // and the packed cell is written directly (what `Packed::with` would leave).
+        // A location's first access, inside a transaction: nothing to check against.
+        // Kept without a cell when the stamp it leaves names it ([`first`]), else
+        // written to the cell directly (what `Packed::with` would leave).
         if plain
             && ev.index == 0
             && prev == 0
-            && cell.is_empty()
+            && held.is_new()
             && let Some(tx) = &copy.cf.tx
             && self
                 .sole
@@ -862,17 +877,30 @@ impl SingleTrack {
                 .is_none_or(|s| s.owner.load(Relaxed) == 0)
             && let Some(first) = packed::First::new(&cur, write, tx.xid)
         {
+            let xid = tx.xid;
             self.count_checks(t.tid, 1);
             let (target, cycles) = self.graph_step(t, copy, ev, loc, None, &[]);
-            cell.set_first(first, target);
             let word = copy.guard.word.load(Relaxed);
-            stamp.store(self.next_stamp(loc, prev, word, write), Release);
-            drop(cell);
+            let s = self.next_stamp(loc, prev, word, write);
+            if cur.clock != 0 && s == stamp_word(t.tid, cur.clock) + u64::from(write) {
+                let seg = first::Seg { xid, node: target };
+                held.set_first(copy.segs.get(seg, &self.segs), ev.site, t.ctx);
+            } else {
+                // SAFETY: under the location's lock (`held`).
+                let cell = unsafe { self.cells.get(loc.key()).get() };
+                held.move_to_cell(cell, prev);
+                cell.set_first(first, target);
+            }
+            stamp.store(s, Release);
+            drop(held);
             if !cycles.is_empty() {
                 self.report(None, &cycles);
             }
             return;
         }
+        // SAFETY: under the location's lock (`held`), which outlives `cell`.
+        let cell = unsafe { self.cells.get(loc.key()).get() };
+        held.move_to_cell(cell, prev);
         let (conflict, cycles) = {
             cell.with(|c| {
                 if let Some(sole) = self.sole.peek(loc.key()) {
@@ -914,7 +942,7 @@ impl SingleTrack {
                 (conflict, cycles)
             })
         };
-        drop(cell);
+        drop(held);
         if conflict.is_some() || !cycles.is_empty() {
             self.report(conflict.as_deref(), &cycles);
         }
@@ -1074,6 +1102,70 @@ mod tests {
             };
             send(&st, &t, &mut *local, b);
         }
+    }
+
+    /// A location's first access inside a transaction leaves no cell, only its
+    /// record ([`first`]); the thread's access to it in a later epoch builds the
+    /// cell, and so does another thread's, which checks against the first access
+    /// and names it in a conflict.
+    #[test]
+    fn a_first_access_keeps_no_cell_until_the_location_is_touched_again() {
+        let st = fresh();
+        let threads: Vec<ThreadState> = (0..2)
+            .map(|t| ThreadState::new(t, crate::vc::VectorClock::new()))
+            .collect();
+        let mut locals: Vec<Box<Local>> = (0..2).map(|_| st.thread_local()).collect();
+        let mut at = |t: usize, site, kind| {
+            let ev = Event {
+                tid: t as Tid,
+                site: SiteId(site),
+                index: 0,
+                kind,
+            };
+            match kind {
+                EventKind::Read { .. } | EventKind::Write { .. } => {
+                    st.access(&threads[t], &mut *locals[t], &ev);
+                }
+                _ => st.event(&threads[t], &mut *locals[t], &ev),
+            }
+        };
+        let loc = Loc {
+            obj: ObjId(1 << 20),
+            slot: 2,
+        };
+        let other = Loc {
+            obj: ObjId(1 << 22),
+            slot: 0,
+        };
+        let spec = Spec::Deterministic;
+        at(0, 1, EventKind::Begin { spec });
+        at(0, 2, EventKind::Read { loc: other });
+        let fork = EventKind::Fork {
+            child: 1,
+            handed: &[],
+        };
+        at(0, 3, fork);
+        at(1, 4, EventKind::ThreadStart);
+        at(0, 5, EventKind::Write { loc, value: None });
+        for l in [loc, other] {
+            assert!(st.cells.peek(l.key()).is_none(), "no cell: no leaf");
+            let held = st.recs.get(l.key()).lock();
+            assert!(!held.is_new() && !held.has_cell(), "a record");
+        }
+        // T0's read of `other` after the fork, in a later epoch: the cell.
+        at(0, 6, EventKind::Read { loc: other });
+        assert!(st.recs.get(other.key()).lock().has_cell());
+        assert!(st.cells.peek(loc.key()).is_none());
+        // T1 reads `loc`, unordered with T0's write: a conflict naming that write.
+        assert!(st.shared.reporter.is_empty());
+        at(1, 7, EventKind::Read { loc });
+        assert!(st.recs.get(loc.key()).lock().has_cell());
+        let reports = st.shared.reporter.snapshot();
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        let w = &reports[0].warning;
+        assert_eq!((w.kind, w.loc), (WarningKind::Conflict, Some(loc)));
+        let sites: Vec<_> = w.accesses.iter().map(|a| (a.tid, a.site)).collect();
+        assert_eq!(sites, [(0, SiteId(5)), (1, SiteId(7))]);
     }
 
     /// Two threads' reads of a location share its stamp ("Two readers"): a read of

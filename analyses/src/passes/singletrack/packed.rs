@@ -1,4 +1,5 @@
-//! A location's [`Cell`] in 48 bytes (56 with its lock, against 128 unpacked).
+//! A location's [`Cell`] in 48 bytes (against 128 unpacked; its lock is in
+//! [`super::first::Rec`]).
 //!
 //! Most locations a transaction touches hold the state of that one transaction: a
 //! write, a read since, and the transaction's graph node as the writer and the
@@ -99,6 +100,55 @@ impl First {
             write,
             tx,
         })
+    }
+}
+
+impl First {
+    /// The first access of thread `tid` at `clock`, kept without a cell
+    /// ([`super::first`]): the [`First`] that [`First::new`] made of it.
+    pub(super) fn of(
+        tid: Tid,
+        clock: std::num::NonZeroU32,
+        site: crate::event::SiteId,
+        ctx: crate::ctx::CtxId,
+        write: bool,
+        tx: Xid,
+    ) -> First {
+        debug_assert!(tid < TID_LIMIT);
+        First {
+            access: pack_access(Some(Slim {
+                tid,
+                clock,
+                site,
+                ctx,
+                volatile: false,
+            })),
+            write,
+            tx,
+        }
+    }
+}
+
+/// A location's [`Packed`] cell in the shadow table, reached only while the
+/// location's lock ([`super::first::Rec`]) is held.
+#[derive(Default)]
+pub(super) struct Slot(std::cell::UnsafeCell<Packed>);
+
+// SAFETY: the cell is only reached through `Slot::get`, whose callers hold the
+// location's lock: one thread at a time, and `Packed` (plain words, or a `Box<Cell>`
+// it owns) may move between threads.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    /// The cell.
+    ///
+    /// # Safety
+    /// The caller holds the location's lock ([`super::first::Rec::lock`]) for as
+    /// long as it uses the reference, and takes no other reference to this cell.
+    #[allow(clippy::mut_from_ref)]
+    pub(super) unsafe fn get(&self) -> &mut Packed {
+        // SAFETY: per the contract.
+        unsafe { &mut *self.0.get() }
     }
 }
 
@@ -236,13 +286,12 @@ mod tests {
     use super::*;
     use crate::event::{Loc, ObjId, SiteId};
     use crate::passes::singletrack::cf::{Cf, CfAccess};
-    use crate::spin::SpinCell;
 
     /// A cell, packed and unpacked, is the cell it was; the common states stay
     /// inline.
     #[test]
     fn cells_round_trip_and_common_states_stay_inline() {
-        assert_eq!(std::mem::size_of::<SpinCell<Packed>>(), 56);
+        assert_eq!(std::mem::size_of::<Packed>(), 48);
         let mut cf = Cf::new();
         let view = cf.view(1);
         assert!(view.tx.is_none());
@@ -338,6 +387,15 @@ mod tests {
                 fast.with(|c| format!("{c:?}")),
                 slow.with(|c| format!("{c:?}")),
                 "write {write}, node {n:?}"
+            );
+            // ... and so is the one rebuilt from a cell-less record's parts.
+            let clock = std::num::NonZeroU32::new(a.clock).unwrap();
+            let mut kept = Packed::default();
+            kept.set_first(First::of(1, clock, a.site, a.ctx, write, xid), n);
+            assert_eq!(
+                kept.with(|c| format!("{c:?}")),
+                slow.with(|c| format!("{c:?}")),
+                "kept: write {write}, node {n:?}"
             );
         }
         assert!(First::new(&acc(TID_LIMIT, "read", 0), false, xid).is_none());
