@@ -81,6 +81,31 @@ impl<T> Drop for SpinGuard<'_, T> {
     }
 }
 
+/// Set `bit` in `word` once no other thread holds it (spinning briefly, then
+/// yielding: the holder may have been preempted); returns the word as it was, without
+/// `bit`. The slow path of the lock bits kept in a word of other state (FastTrack's
+/// cells, SingleTrack's locations and sole accessors).
+#[cold]
+pub fn lock_bit(word: &std::sync::atomic::AtomicU64, bit: u64) -> u64 {
+    let mut spins = 0u32;
+    loop {
+        let w = word.load(Ordering::Relaxed);
+        if w & bit == 0 {
+            if word
+                .compare_exchange_weak(w, w | bit, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return w;
+            }
+        } else if spins < 64 {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::SpinCell;

@@ -299,24 +299,8 @@ impl Cell {
 
     #[cold]
     fn lock_slow(&self) -> Locked<'_> {
-        let mut spins = 0u32;
-        loop {
-            let w = self.w.load(Relaxed);
-            if w & LOCKED == 0 {
-                if self
-                    .w
-                    .compare_exchange_weak(w, w | LOCKED, Acquire, Relaxed)
-                    .is_ok()
-                {
-                    return Locked { cell: self, w };
-                }
-            } else if spins < 64 {
-                spins += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
+        let w = crate::spin::lock_bit(&self.w, LOCKED);
+        Locked { cell: self, w }
     }
 }
 

@@ -77,24 +77,8 @@ impl Rec {
 
     #[cold]
     fn lock_slow(&self) -> Held<'_> {
-        let mut spins = 0u32;
-        loop {
-            let head = self.head.load(Relaxed);
-            if head & LOCK == 0 {
-                if self
-                    .head
-                    .compare_exchange_weak(head, head | LOCK, Acquire, Relaxed)
-                    .is_ok()
-                {
-                    return Held { rec: self, head };
-                }
-            } else if spins < 64 {
-                spins += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
+        let head = crate::spin::lock_bit(&self.head, LOCK);
+        Held { rec: self, head }
     }
 }
 

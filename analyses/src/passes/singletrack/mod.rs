@@ -440,24 +440,7 @@ impl Sole {
     /// Take the lock whoever owns the location (the caller holds its cell's lock,
     /// so the owner cannot change but by this thread); returns the owner's word.
     fn lock(&self) -> u64 {
-        let mut spins = 0u32;
-        loop {
-            let o = self.owner.load(Relaxed);
-            if o & SOLE_LOCK == 0 {
-                if self
-                    .owner
-                    .compare_exchange_weak(o, o | SOLE_LOCK, Acquire, Relaxed)
-                    .is_ok()
-                {
-                    return o;
-                }
-            } else if spins < 64 {
-                spins += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
+        crate::spin::lock_bit(&self.owner, SOLE_LOCK)
     }
 }
 
