@@ -1023,9 +1023,20 @@ mod tests {
     use crate::event::{ObjId, SiteId, Spec};
 
     fn send(st: &SingleTrack, t: &ThreadState, local: &mut Local, kind: EventKind<'static>) {
+        send_at(st, t, local, 1, kind);
+    }
+
+    /// `kind` from `t` at site `site`.
+    fn send_at(
+        st: &SingleTrack,
+        t: &ThreadState,
+        local: &mut Local,
+        site: u32,
+        kind: EventKind<'static>,
+    ) {
         let ev = Event {
             tid: t.tid,
-            site: SiteId(1),
+            site: SiteId(site),
             index: 0,
             kind,
         };
@@ -1035,6 +1046,15 @@ mod tests {
             }
             _ => st.event(t, local, &ev),
         }
+    }
+
+    /// `n` threads and their thread-local states of `st`.
+    fn threads(st: &SingleTrack, n: Tid) -> (Vec<ThreadState>, Vec<Box<Local>>) {
+        let threads = (0..n)
+            .map(|t| ThreadState::new(t, crate::vc::VectorClock::new()))
+            .collect();
+        let locals = (0..n).map(|_| st.thread_local()).collect();
+        (threads, locals)
     }
 
     /// A pass with no environment (locations are bare keys).
@@ -1094,24 +1114,8 @@ mod tests {
     #[test]
     fn a_first_access_keeps_no_cell_until_the_location_is_touched_again() {
         let st = fresh();
-        let threads: Vec<ThreadState> = (0..2)
-            .map(|t| ThreadState::new(t, crate::vc::VectorClock::new()))
-            .collect();
-        let mut locals: Vec<Box<Local>> = (0..2).map(|_| st.thread_local()).collect();
-        let mut at = |t: usize, site, kind| {
-            let ev = Event {
-                tid: t as Tid,
-                site: SiteId(site),
-                index: 0,
-                kind,
-            };
-            match kind {
-                EventKind::Read { .. } | EventKind::Write { .. } => {
-                    st.access(&threads[t], &mut *locals[t], &ev);
-                }
-                _ => st.event(&threads[t], &mut *locals[t], &ev),
-            }
-        };
+        let (threads, mut locals) = threads(&st, 2);
+        let mut at = |t: usize, site, kind| send_at(&st, &threads[t], &mut *locals[t], site, kind);
         let loc = Loc {
             obj: ObjId(1 << 20),
             slot: 2,
@@ -1158,10 +1162,7 @@ mod tests {
     #[test]
     fn two_readers_share_the_stamp_and_a_third_takes_read_words() {
         let st = fresh();
-        let threads: Vec<ThreadState> = (0..3)
-            .map(|t| ThreadState::new(t, crate::vc::VectorClock::new()))
-            .collect();
-        let mut locals: Vec<Box<Local>> = (0..3).map(|_| st.thread_local()).collect();
+        let (threads, mut locals) = threads(&st, 3);
         let loc = Loc {
             obj: ObjId(1 << 20),
             slot: 1,
