@@ -149,17 +149,16 @@ pub enum InlineCheck {
     /// - a write is decided when the word at `cell + W_OFF` equals `e` (while the
     ///   pass holds the cell's lock that word has a bit no epoch has);
     /// - a read is decided when the word `r` at `cell + R_OFF` equals `e`, or when
-    ///   `r` has [`FASTTRACK_SHARED_TAG`], `p = r & !TAG` points to a `u32` length
-    ///   `n`, `tid(e) < n` and the `u32` at `p + 4 + 4 * tid(e)` equals `clock(e)`
-    ///   (read-shared same epoch). Before that walk, a tagged `r` may be decided
-    ///   from its cell alone: with `mask` and `key` the words at
-    ///   [`FASTTRACK_READ_MASK_OFF`] and [`FASTTRACK_READ_KEY_OFF`] after the
-    ///   thread's epoch word, the read is read-shared same epoch when the word at
-    ///   `cell + R_SITE_OFF` has `word & mask == key` (the cell's cache of recent
-    ///   readers, [`fasttrack_read_key`]).
+    ///   `r` has [`FASTTRACK_SHARED_TAG`] and either `r & mask == key`, with `mask`
+    ///   and `key` the words at [`FASTTRACK_READ_MASK_OFF`] and
+    ///   [`FASTTRACK_READ_KEY_OFF`] after the thread's epoch word (the cell's cache
+    ///   of recent readers, [`fasttrack_read_key`]), or the word at
+    ///   `cell + R_SITE_OFF` (in the cell's cold twin, [`FASTTRACK_R_SITE_OFF`]),
+    ///   with its tag cleared, points to a `u32` length `n`, `tid(e) < n` and the
+    ///   `u32` at `p + 4 + 4 * tid(e)` equals `clock(e)` (read-shared same epoch).
     ///
     /// The cells are written only under their lock, with atomic stores; the
-    /// producer's loads must be at least `Acquire` on the tagged pointer.
+    /// producer's loads must be at least `Acquire` on a tagged `r` and the pointer.
     ///
     /// The producer may also apply FT2's [read exclusive] and [write exclusive]
     /// rules in the case where they cannot find a race: with `w` and `r` the words
@@ -408,12 +407,15 @@ pub const GUARD_IDLE_OFF: i32 = 8;
 pub const FASTTRACK_LEAF_BITS: u32 = crate::passes::shadow::LEAF_BITS;
 pub const FASTTRACK_MID_BITS: u32 = crate::passes::shadow::MID_BITS;
 pub const FASTTRACK_DIRECT_BITS: u32 = crate::passes::shadow::DIRECT_BITS;
-pub const FASTTRACK_CELL_BYTES: u32 = 32;
+pub const FASTTRACK_CELL_BYTES: u32 = 16;
 pub const FASTTRACK_W_OFF: i32 = 0;
 pub const FASTTRACK_R_OFF: i32 = 8;
 pub const FASTTRACK_SHARED_TAG: u64 = 1 << 63;
-pub const FASTTRACK_W_SITE_OFF: i32 = 16;
-pub const FASTTRACK_R_SITE_OFF: i32 = 24;
+/// Offsets from a hot cell of the words of its cold twin, in the second half of the
+/// leaf.
+pub const FASTTRACK_W_SITE_OFF: i32 =
+    crate::passes::shadow::cold_offset(FASTTRACK_CELL_BYTES as usize) as i32;
+pub const FASTTRACK_R_SITE_OFF: i32 = FASTTRACK_W_SITE_OFF + 8;
 /// The lock bit of a cell's `W` word ([`InlineCheck::FastTrack`]).
 pub const FASTTRACK_LOCKED: u64 = 1 << 62;
 /// Offsets from a thread's epoch word ([`crate::thread::ThreadCx::epoch_word`]) of
@@ -426,19 +428,25 @@ pub const FASTTRACK_READ_KEY_OFF: i32 = 16;
 pub const THREAD_VC_PTR_OFF: i32 = 24;
 pub const THREAD_VC_LEN_OFF: i32 = 32;
 
+/// One slot of a read-shared cell's cache of recent readers ([`fasttrack_read_key`]),
+/// at bit 0 or 32 of the tagged `R` word: 31 bits, so that the tag (bit 63) is no
+/// slot's.
+pub const FASTTRACK_READ_SLOT: u64 = (1 << 31) - 1;
+
 /// The `(mask, key)` of epoch `clock@tid` in the cache of recent readers that a
-/// read-shared FastTrack cell keeps in its `R_SITE` word ([`InlineCheck::FastTrack`]):
-/// two 32-bit slots, thread `t` in slot `t & 1` as `(t >> 1) << 24 | clock`. A word
-/// `x` holds the epoch iff `x & mask == key`. An epoch that has no slot form (thread
-/// 512 or more, clock 0 or 2^24 or more) gets a mask and key that no word matches.
+/// read-shared FastTrack cell keeps in its tagged `R` word ([`InlineCheck::FastTrack`]):
+/// two 31-bit slots ([`FASTTRACK_READ_SLOT`]), thread `t` in slot `t & 1` as
+/// `(t >> 1) << 24 | clock`. A word `x` holds the epoch iff `x & mask == key`. An
+/// epoch that has no slot form (thread 256 or more, clock 0 or 2^24 or more) gets a
+/// mask and key that no word matches.
 #[inline]
 pub const fn fasttrack_read_key(tid: u32, clock: u32) -> (u64, u64) {
-    if tid >= 512 || clock == 0 || clock >= 1 << 24 {
+    if tid >= 256 || clock == 0 || clock >= 1 << 24 {
         return (0, 1);
     }
     let shift = 32 * (tid & 1);
     let entry = ((tid >> 1) << 24 | clock) as u64;
-    ((u32::MAX as u64) << shift, entry << shift)
+    (FASTTRACK_READ_SLOT << shift, entry << shift)
 }
 
 /// Accesses at one site that the producer decided inline with the chain's

@@ -12,11 +12,12 @@
 //!   access of a location is the first access racing with an earlier conflicting one.
 //!
 //! Concurrency: per-location state in one direct-mapped shadow table
-//! (`super::shadow::PageTable`) of 32-byte cells, two to a cache line: `W` with the
-//! cell's lock bit, `R` as a packed epoch or a tagged pointer to the shared read
-//! clock, and the packed sites of `W` and `R` (see [`Cell`]; the shared read state
-//! owns its readers' sites, and the trace lines of offline events live in a side
-//! table that stays empty online). The slow path mutates a cell under its lock. The
+//! (`super::shadow::PageTable`) of 16-byte hot cells, four to a cache line: `W` with
+//! the cell's lock bit, and `R` as a packed epoch or, once reads are shared, a tag
+//! with a cache of two readers' epochs (see [`Cell`]). Each hot cell has a cold twin
+//! in the second half of its leaf: the packed sites of `W` and `R`, or the pointer
+//! to the shared read clock, which owns its readers' sites (see [`Cold`]); the trace
+//! lines of offline events live in a side table that stays empty online. The slow path mutates a cell under its lock. The
 //! three same-epoch rules, which fire on most accesses, are decided from the hot
 //! words alone without the lock (RoadRunner's unlocked fast path; the JIT performs
 //! the same test inline, `crate::pass::InlineCheck`): only thread `t` ever stores an
@@ -29,15 +30,15 @@ use crate::ctx::CtxId;
 use crate::event::{Event, EventKind, Loc, ObjId, Op, SiteId, Tid};
 use crate::pass::{
     FASTTRACK_CELL_BYTES, FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SITE_OFF,
-    FASTTRACK_SHARED_TAG, FASTTRACK_W_OFF, FASTTRACK_W_SITE_OFF, Flow, InlineCheck, InlineChecks,
-    Local, Pass, fasttrack_read_key,
+    FASTTRACK_READ_SLOT, FASTTRACK_SHARED_TAG, FASTTRACK_W_OFF, FASTTRACK_W_SITE_OFF, Flow,
+    InlineCheck, InlineChecks, Local, Pass, fasttrack_read_key,
 };
 use crate::report::{Reporter, WarningKind};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
 use crate::vc::Epoch;
 
-use super::shadow::{Acc, PageTable, Zeroed, pair_warning};
+use super::shadow::{Acc, PageTable, Zeroed, cold_offset, pair_warning};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{
@@ -216,7 +217,7 @@ impl<'a> SharedReads<'a> {
     }
 }
 
-/// Whether the read-shared cell whose `r_site` word (its cache of recent readers,
+/// Whether the read-shared cell whose tagged `r` word (its cache of recent readers,
 /// [`fasttrack_read_key`]) is `cache` holds `t`'s read in epoch `e`.
 #[inline]
 fn cached_read(cache: u64, e: Epoch) -> bool {
@@ -224,12 +225,13 @@ fn cached_read(cache: u64, e: Epoch) -> bool {
     cache & mask == key
 }
 
-/// `R[t]` of a shared read state from the cell's tagged pointer `r`, without the
-/// lock: one dependent load, usually in the same cache line as the length.
+/// `R[t]` of a shared read state from the tagged pointer `r` to it (a cold cell's
+/// `r_site` while the reads are shared), without the lock: one dependent load,
+/// usually in the same cache line as the length.
 #[inline]
 fn shared_clock(r: u64, t: Tid) -> u32 {
     let p = (r & !SHARED_TAG) as *const AtomicU32;
-    // SAFETY: a tagged `r` holds the address of the length of a
+    // SAFETY: a tagged pointer holds the address of the length of a
     // `SharedReads` (the cell's current one or one it replaced) owned by the
     // table's `ReadsPool`, which lives until the shadow tables are dropped; `[0]`
     // is its length, and `1 + t` is checked against it.
@@ -247,47 +249,81 @@ fn shared_clock(r: u64, t: Tid) -> u32 {
 /// stay below 2^30).
 const LOCKED: u64 = 1 << 62;
 
-/// One location's state in 32 bytes, two cells to a cache line:
+/// One location's hot state in 16 bytes, four cells to a cache line (the words
+/// every check reads; the rest is in its [`Cold`] twin):
 /// - `w`: the last write `W` as a packed epoch, and the cell's lock ([`LOCKED`]);
-/// - `r`: the read epoch `R` as a packed epoch, or, once reads are concurrent (FT2
-///   never returns to an epoch), the address of the shared read clock tagged with
-///   [`SHARED_TAG`] (the `SharedReads` the cell owns, with its readers' clocks and
-///   sites, is found from it: [`SharedReads::of`]);
-/// - `w_site`: the packed site of `W` ([`pack_site`]);
-/// - `r_site`: the packed site of `R` while it is an epoch; while it is shared, a
-///   cache of two recent readers' epochs ([`fasttrack_read_key`]: the thread's
-///   slot holds `(t, R[t])` when it was set), so that a read-shared same-epoch
-///   read is usually decided from the cell's own cache line, without the load of
-///   the clock array (a cache miss per location when the shared locations are
-///   many, as the vector JavaGrande's sparse product reads at random).
+/// - `r`: the read epoch `R` as a packed epoch or, once reads are concurrent (FT2
+///   never returns to an epoch), [`SHARED_TAG`] with a cache of two recent readers'
+///   epochs in the other bits ([`fasttrack_read_key`]: the thread's slot holds
+///   `(t, R[t])` when it was set), so that a read-shared same-epoch read is
+///   usually decided from this word alone, without the loads of the cold twin's
+///   pointer and of the clock array (a cache miss each when the shared locations
+///   are many, as the vector JavaGrande's sparse product reads at random).
 ///
 /// Everything but the lock-free same-epoch checks runs under the lock, which is
 /// taken by a compare-and-swap that sets [`LOCKED`] on `w` and released by storing
 /// the (possibly new) `W`. A held lock makes `w` differ from every epoch, so the
 /// unlocked write check (here and in generated code) falls through to the locked
-/// path and waits; the read checks look only at `r`, which the lock holder stores
-/// with release order after the clock array it may point to is complete.
-#[repr(C, align(32))]
+/// path and waits; the read checks look only at `r` (and, shared, the pointer in
+/// the cold twin), which the lock holder stores with release order after what
+/// they lead to is complete.
+#[repr(C, align(16))]
 #[derive(Default)]
 struct Cell {
     w: AtomicU64,
     r: AtomicU64,
+}
+
+/// The cold state of a location, in the second half of its cell's leaf
+/// ([`PageTable::with_cold`], at [`FASTTRACK_W_SITE_OFF`] from the hot cell), read
+/// only by the rules past the same-epoch checks and by reports:
+/// - `w_site`: the packed site of `W` ([`pack_site`]);
+/// - `r_site`: the packed site of `R` while it is an epoch; while it is shared, the
+///   address of the shared read clock tagged with [`SHARED_TAG`] (the `SharedReads`
+///   the cell owns, with its readers' clocks and sites: [`SharedReads::of`]).
+#[repr(C, align(16))]
+#[derive(Default)]
+struct Cold {
     w_site: AtomicU64,
     r_site: AtomicU64,
 }
 
+/// A location's hot cell and its cold twin.
+#[derive(Copy, Clone)]
+struct Slot<'a> {
+    hot: &'a Cell,
+    cold: &'a Cold,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<Cell>() == std::mem::size_of::<Cold>());
+    assert!(std::mem::align_of::<Cell>() == std::mem::align_of::<Cold>());
+};
+
 /// The held lock of a [`Cell`]: `w` is the unlocked `W`, stored back on drop.
 struct Locked<'a> {
-    cell: &'a Cell,
+    cell: Slot<'a>,
     w: u64,
 }
 
-impl Cell {
+impl<'a> Slot<'a> {
+    /// The pair a table with cold cells holds for a key, the cold one read as a
+    /// [`Cold`].
     #[inline]
-    fn lock(&self) -> Locked<'_> {
-        let w = self.w.load(Relaxed);
+    fn of((hot, cold): (&'a Cell, &'a Cell)) -> Self {
+        // SAFETY: `Cell` and `Cold` are both `repr(C)` pairs of `AtomicU64` with
+        // the same size and alignment (asserted above), so a `Cell`'s memory is a
+        // valid `Cold` for as long as it is borrowed.
+        let cold = unsafe { &*(cold as *const Cell as *const Cold) };
+        Slot { hot, cold }
+    }
+
+    #[inline]
+    fn lock(self) -> Locked<'a> {
+        let w = self.hot.w.load(Relaxed);
         if w & LOCKED == 0
             && self
+                .hot
                 .w
                 .compare_exchange(w, w | LOCKED, Acquire, Relaxed)
                 .is_ok()
@@ -298,8 +334,8 @@ impl Cell {
     }
 
     #[cold]
-    fn lock_slow(&self) -> Locked<'_> {
-        let w = crate::spin::lock_bit(&self.w, LOCKED);
+    fn lock_slow(self) -> Locked<'a> {
+        let w = crate::spin::lock_bit(&self.hot.w, LOCKED);
         Locked { cell: self, w }
     }
 }
@@ -308,16 +344,18 @@ impl Locked<'_> {
     /// The shared reads, if the reads are shared.
     #[inline]
     fn shared(&self) -> Option<SharedReads<'_>> {
-        let r = self.cell.r.load(Relaxed);
-        // SAFETY: a tagged `r` points at a `SharedReads` that `set_shared` took from
-        // the table's `ReadsPool`, which outlives the cells.
-        (r & SHARED_TAG != 0).then(|| unsafe { SharedReads::of(r) })
+        let r = self.cell.hot.r.load(Relaxed);
+        // SAFETY: while `r` is tagged, the cold `r_site` is a tagged pointer at a
+        // `SharedReads` that `set_shared` took from the table's `ReadsPool`, which
+        // outlives the cells.
+        (r & SHARED_TAG != 0)
+            .then(|| unsafe { SharedReads::of(self.cell.cold.r_site.load(Relaxed)) })
     }
 
     /// `R[u] := c` on the shared reads, with `a` as `u`'s last read, for each
     /// `(u, c, a)` of `reads` in order. When some `u` has no entry yet (or a read has
     /// a trace line and the reads keep none), the reads move to a larger copy from
-    /// `pool` first, and `r` points at it.
+    /// `pool` first, and the cold `r_site` points at it.
     fn set_shared(&self, pool: &ReadsPool, reads: &[(Tid, u32, Acc)]) {
         let cell = self.cell;
         let cur = self.shared();
@@ -341,24 +379,25 @@ impl Locked<'_> {
                     for (u, c) in sh.entries() {
                         fresh.set(u, c, &sh.acc(u));
                     }
-                } else {
-                    // `r_site` becomes the (empty) cache of readers before `r` is
-                    // tagged, so that a reader who sees the tag sees no site there.
-                    cell.r_site.store(0, Relaxed);
                 }
                 debug_assert_eq!(fresh.addr() & SHARED_TAG, 0);
-                cell.r.store(fresh.addr() | SHARED_TAG, Release);
+                cell.cold.r_site.store(fresh.addr() | SHARED_TAG, Release);
+                if cur.is_none() {
+                    // Tagged, with an empty cache of readers, after the pointer: a
+                    // reader who sees the tag finds the clock array.
+                    cell.hot.r.store(SHARED_TAG, Release);
+                }
                 fresh
             }
         };
         for &(t, c, ref a) in reads {
             sh.set(t, c, a);
             // `t`'s slot of the cache: `(t, c)`, or empty for an epoch with no slot
-            // form.
-            let slot = u64::from(u32::MAX) << (32 * (t & 1));
+            // form; the tag stays.
+            let slot = FASTTRACK_READ_SLOT << (32 * (t & 1));
             let (mask, key) = fasttrack_read_key(t, c);
-            let kept = cell.r_site.load(Relaxed) & !slot;
-            cell.r_site.store(kept | (key & mask), Relaxed);
+            let kept = cell.hot.r.load(Relaxed) & !slot;
+            cell.hot.r.store(kept | (key & mask), Release);
         }
     }
 }
@@ -367,7 +406,7 @@ impl Drop for Locked<'_> {
     #[inline]
     fn drop(&mut self) {
         debug_assert_eq!(self.w & LOCKED, 0);
-        self.cell.w.store(self.w, Release);
+        self.cell.hot.w.store(self.w, Release);
     }
 }
 
@@ -390,8 +429,9 @@ const _: () = {
     assert!(std::mem::size_of::<Cell>() == FASTTRACK_CELL_BYTES as usize);
     assert!(std::mem::offset_of!(Cell, w) == FASTTRACK_W_OFF as usize);
     assert!(std::mem::offset_of!(Cell, r) == FASTTRACK_R_OFF as usize);
-    assert!(std::mem::offset_of!(Cell, w_site) == FASTTRACK_W_SITE_OFF as usize);
-    assert!(std::mem::offset_of!(Cell, r_site) == FASTTRACK_R_SITE_OFF as usize);
+    let cold = cold_offset(std::mem::size_of::<Cell>());
+    assert!(cold + std::mem::offset_of!(Cold, w_site) == FASTTRACK_W_SITE_OFF as usize);
+    assert!(cold + std::mem::offset_of!(Cold, r_site) == FASTTRACK_R_SITE_OFF as usize);
     assert!(LOCKED == FASTTRACK_LOCKED);
 };
 
@@ -450,7 +490,7 @@ impl Rule {
 /// field groups and statics, so that both have the same cells and the same inline
 /// same-epoch check ([`InlineCheck::FastTrack`] on [`FtCells::top_addr`]).
 pub(crate) struct FtCells {
-    /// Per location, its cell.
+    /// Per location, its hot cell, and its cold twin in the second half of the leaf.
     cells: PageTable<Cell>,
     /// The shared read states of the cells.
     reads: ReadsPool,
@@ -469,7 +509,7 @@ impl Default for FtCells {
     /// they saved memory only on montecarlo (`bigfoot` 741 → 301 MB).
     fn default() -> Self {
         FtCells {
-            cells: PageTable::zeroed_committed(),
+            cells: PageTable::zeroed_committed().with_cold(),
             reads: ReadsPool::default(),
             lines: PageTable::zeroed(),
             lines_used: AtomicBool::new(false),
@@ -505,7 +545,7 @@ impl FtCells {
     /// the lock (the test [`InlineCheck::FastTrack`] describes).
     #[inline]
     pub(crate) fn read(&self, t: &ThreadState, loc: Loc, cur: &Acc, race: OnRace<'_>) -> Rule {
-        let c = self.cells.get(loc.key());
+        let c = Slot::of(self.cells.pair(loc.key()));
         self.rule_at(t, t.epoch(), c, loc, Op::Read, cur, race)
     }
 
@@ -517,21 +557,22 @@ impl FtCells {
         &self,
         t: &ThreadState,
         e: Epoch,
-        c: &Cell,
+        c: Slot<'_>,
         loc: Loc,
         op: Op,
         cur: &Acc,
         race: OnRace<'_>,
     ) -> Rule {
         match op {
-            Op::Write if c.w.load(Relaxed) == Epoch::pack(e) => Rule::WriteSameEpoch,
+            Op::Write if c.hot.w.load(Relaxed) == Epoch::pack(e) => Rule::WriteSameEpoch,
             Op::Write => self.write_locked(t, c, loc, cur, race),
             Op::Read => {
-                let r = c.r.load(Acquire);
+                let r = c.hot.r.load(Acquire);
                 if r == Epoch::pack(e) {
                     Rule::ReadSameEpoch
                 } else if r & SHARED_TAG != 0
-                    && (cached_read(c.r_site.load(Relaxed), e) || shared_clock(r, t.tid) == e.clock)
+                    && (cached_read(r, e)
+                        || shared_clock(c.cold.r_site.load(Acquire), t.tid) == e.clock)
                 {
                     Rule::ReadSharedSameEpoch
                 } else {
@@ -556,8 +597,11 @@ impl FtCells {
                 let r = h.r.load(Acquire);
                 r == Epoch::pack(e)
                     || (r & SHARED_TAG != 0
-                        && (cached_read(h.r_site.load(Relaxed), e)
-                            || shared_clock(r, t.tid) == e.clock))
+                        && (cached_read(r, e) || {
+                            // The leaf exists (`peek`): no cell is created.
+                            let c = Slot::of(self.cells.pair(loc.key()));
+                            shared_clock(c.cold.r_site.load(Acquire), t.tid) == e.clock
+                        }))
             }
         }
     }
@@ -565,7 +609,7 @@ impl FtCells {
     /// FT2 `write(t,x)` of `loc` (see [`FtCells::read`]).
     #[inline]
     pub(crate) fn write(&self, t: &ThreadState, loc: Loc, cur: &Acc, race: OnRace<'_>) -> Rule {
-        let c = self.cells.get(loc.key());
+        let c = Slot::of(self.cells.pair(loc.key()));
         self.rule_at(t, t.epoch(), c, loc, Op::Write, cur, race)
     }
 
@@ -588,12 +632,13 @@ impl FtCells {
         let e = t.epoch();
         let mut x = lo;
         while x < hi {
-            let cells = self.cells.run(Loc { obj, slot: x }.key());
+            let (hot, cold) = self.cells.run_pair(Loc { obj, slot: x }.key());
             let mut i = 0;
-            while x < hi && i < cells.len() {
+            while x < hi && i < hot.len() {
                 let loc = Loc { obj, slot: x };
                 let mut on_race = |prev, what| race(x, prev, what);
-                let r = self.rule_at(t, e, &cells[i], loc, cur.op, cur, &mut on_race);
+                let c = Slot::of((&hot[i], &cold[i]));
+                let r = self.rule_at(t, e, c, loc, cur.op, cur, &mut on_race);
                 rule(x, r);
                 x += step;
                 i += step as usize;
@@ -611,18 +656,18 @@ impl FtCells {
         reads: &[(Epoch, Acc)],
         shared: bool,
     ) {
-        let c = self.cells.get(loc.key());
+        let c = Slot::of(self.cells.pair(loc.key()));
         let mut lk = c.lock();
         if shared {
             let reads: smallvec::SmallVec<[_; 4]> =
                 reads.iter().map(|(e, a)| (e.tid, e.clock, *a)).collect();
             lk.set_shared(&self.reads, &reads);
         } else if let Some((e, a)) = reads.first() {
-            c.r_site.store(pack_site(a), Relaxed);
-            c.r.store(Epoch::pack(*e), Release);
+            c.cold.r_site.store(pack_site(a), Relaxed);
+            c.hot.r.store(Epoch::pack(*e), Release);
         }
         if let Some((e, a)) = w {
-            c.w_site.store(pack_site(&a), Relaxed);
+            c.cold.w_site.store(pack_site(&a), Relaxed);
             lk.w = Epoch::pack(e);
         }
     }
@@ -643,7 +688,7 @@ impl FtCells {
     fn read_locked(
         &self,
         t: &ThreadState,
-        c: &Cell,
+        c: Slot<'_>,
         loc: Loc,
         cur: &Acc,
         race: OnRace<'_>,
@@ -651,7 +696,7 @@ impl FtCells {
         let e = t.epoch();
         let lk = c.lock();
         let lines = self.lines(loc, cur);
-        let (w, r) = (Epoch::unpack(lk.w), c.r.load(Relaxed));
+        let (w, r) = (Epoch::unpack(lk.w), c.hot.r.load(Relaxed));
         // [FT read same epoch] (again: another thread may have changed R meanwhile)
         if r == Epoch::pack(e) {
             return Rule::ReadSameEpoch;
@@ -665,7 +710,7 @@ impl FtCells {
         // [FT write-read race]
         if w.tid != t.tid && !w.leq(&t.vc) {
             let line = lines.map_or(0, |l| l.w.load(Relaxed));
-            let prev = unpack_acc(c.w_site.load(Relaxed), line, w, Op::Write);
+            let prev = unpack_acc(c.cold.w_site.load(Relaxed), line, w, Op::Write);
             race(prev, "write-read");
         }
         if lk.shared().is_some() {
@@ -676,8 +721,8 @@ impl FtCells {
         let r = Epoch::unpack(r);
         if r.tid == t.tid || r.leq(&t.vc) {
             // [FT read exclusive]
-            c.r.store(Epoch::pack(e), Relaxed);
-            c.r_site.store(pack_site(cur), Relaxed);
+            c.hot.r.store(Epoch::pack(e), Relaxed);
+            c.cold.r_site.store(pack_site(cur), Relaxed);
             if let Some(l) = lines {
                 l.r.store(cur.index, Relaxed);
             }
@@ -685,7 +730,7 @@ impl FtCells {
         } else {
             // [FT read share]
             let line = lines.map_or(0, |l| l.r.load(Relaxed));
-            let prev = unpack_acc(c.r_site.load(Relaxed), line, r, Op::Read);
+            let prev = unpack_acc(c.cold.r_site.load(Relaxed), line, r, Op::Read);
             lk.set_shared(
                 &self.reads,
                 &[(r.tid, r.clock, prev), (t.tid, e.clock, *cur)],
@@ -699,7 +744,7 @@ impl FtCells {
     fn write_locked(
         &self,
         t: &ThreadState,
-        c: &Cell,
+        c: Slot<'_>,
         loc: Loc,
         cur: &Acc,
         race: OnRace<'_>,
@@ -707,7 +752,7 @@ impl FtCells {
         let e = t.epoch();
         let mut lk = c.lock();
         let lines = self.lines(loc, cur);
-        let (w, r) = (Epoch::unpack(lk.w), c.r.load(Relaxed));
+        let (w, r) = (Epoch::unpack(lk.w), c.hot.r.load(Relaxed));
         // [FT write same epoch]
         if w == e {
             return Rule::WriteSameEpoch;
@@ -715,7 +760,7 @@ impl FtCells {
         // [FT write-write race]
         if w.tid != t.tid && !w.leq(&t.vc) {
             let line = lines.map_or(0, |l| l.w.load(Relaxed));
-            let prev = unpack_acc(c.w_site.load(Relaxed), line, w, Op::Write);
+            let prev = unpack_acc(c.cold.w_site.load(Relaxed), line, w, Op::Write);
             race(prev, "write-write");
         }
         let rule = match lk.shared() {
@@ -724,7 +769,7 @@ impl FtCells {
                 let r = Epoch::unpack(r);
                 if r.tid != t.tid && !r.leq(&t.vc) {
                     let line = lines.map_or(0, |l| l.r.load(Relaxed));
-                    let prev = unpack_acc(c.r_site.load(Relaxed), line, r, Op::Read);
+                    let prev = unpack_acc(c.cold.r_site.load(Relaxed), line, r, Op::Read);
                     race(prev, "read-write");
                 }
                 Rule::WriteExclusive
@@ -740,7 +785,7 @@ impl FtCells {
             }
         };
         // [FT write exclusive / write shared]: FT2 keeps a shared read state.
-        c.w_site.store(pack_site(cur), Relaxed);
+        c.cold.w_site.store(pack_site(cur), Relaxed);
         if let Some(l) = lines {
             l.w.store(cur.index, Relaxed);
         }
@@ -871,6 +916,22 @@ impl Pass for FastTrack {
 mod tests {
     use super::*;
 
+    /// A hot cell and its cold twin, outside any table.
+    #[derive(Default)]
+    struct Pair(Cell, Cell);
+
+    impl Pair {
+        fn slot(&self) -> Slot<'_> {
+            Slot::of((&self.0, &self.1))
+        }
+    }
+
+    /// The tagged pointer to a read-shared cell's clock array.
+    fn clock_ptr(c: Slot<'_>) -> u64 {
+        assert_ne!(c.hot.r.load(Relaxed) & SHARED_TAG, 0, "reads not shared");
+        c.cold.r_site.load(Relaxed)
+    }
+
     fn acc(tid: Tid) -> Acc {
         Acc {
             tid,
@@ -938,17 +999,17 @@ mod tests {
     #[test]
     fn shared_read_clocks_grow_and_stay_readable_through_the_hot_half() {
         let pool = ReadsPool::default();
-        let c = Cell::default();
-        let h = &c;
+        let p = Pair::default();
+        let c = p.slot();
         c.lock().set_shared(&pool, &[(1, 4, acc(1))]);
-        let r1 = h.r.load(Relaxed);
+        let r1 = clock_ptr(c);
         assert_ne!(r1 & SHARED_TAG, 0);
         assert_eq!(shared_clock(r1, 1), 4);
         assert_eq!(shared_clock(r1, 0), 0);
         assert_eq!(shared_clock(r1, 7), 0, "past the end");
         // Growing moves the clocks to a new array; the old one stays valid.
         c.lock().set_shared(&pool, &[(9, 2, acc(9))]);
-        let r2 = h.r.load(Relaxed);
+        let r2 = clock_ptr(c);
         assert_ne!(r1, r2);
         assert_eq!(shared_clock(r2, 1), 4);
         assert_eq!(shared_clock(r2, 9), 2);
@@ -963,7 +1024,8 @@ mod tests {
     #[test]
     fn shared_reads_keep_each_readers_access_and_take_lines_when_one_comes() {
         let pool = ReadsPool::default();
-        let c = Cell::default();
+        let p = Pair::default();
+        let c = p.slot();
         let at = |tid, site, ctx, index| Acc {
             tid,
             op: Op::Read,
@@ -974,7 +1036,7 @@ mod tests {
         // Online: no lines; one allocation sized for exactly the readers there are.
         c.lock()
             .set_shared(&pool, &[(2, 7, at(2, 20, 5, 0)), (0, 3, at(0, 10, 6, 0))]);
-        let r1 = c.r.load(Relaxed);
+        let r1 = clock_ptr(c);
         {
             let lk = c.lock();
             let sh = lk.shared().unwrap();
@@ -987,7 +1049,7 @@ mod tests {
         // with the same entries, even though its thread has one already.
         let big = (1u64 << 40) + 9;
         c.lock().set_shared(&pool, &[(0, 4, at(0, 11, 1, big))]);
-        let r2 = c.r.load(Relaxed);
+        let r2 = clock_ptr(c);
         assert_ne!(r1, r2);
         assert_eq!(shared_clock(r1, 2), 7, "the replaced array stays readable");
         let lk = c.lock();
@@ -1002,10 +1064,14 @@ mod tests {
     #[test]
     fn the_cache_of_readers_holds_exactly_the_latest_read_of_its_slots() {
         let pool = ReadsPool::default();
-        let c = Cell::default();
-        let cache = || c.r_site.load(Relaxed);
-        c.r_site.store(pack_site(&acc(1)), Relaxed);
+        let p = Pair::default();
+        let c = p.slot();
+        let cache = || c.hot.r.load(Relaxed);
+        // An epoch read before (its site in the cold twin) is no reader's cache.
+        c.hot.r.store(Epoch::new(1, 4).pack(), Relaxed);
+        c.cold.r_site.store(pack_site(&acc(1)), Relaxed);
         c.lock().set_shared(&pool, &[(1, 4, acc(1))]);
+        assert_ne!(cache() & SHARED_TAG, 0);
         assert!(cached_read(cache(), Epoch::new(1, 4)));
         assert!(
             !cached_read(cache(), Epoch::new(1, 5)),
@@ -1025,8 +1091,7 @@ mod tests {
         c.lock().set_shared(&pool, &[(3, 4, acc(3))]);
         assert!(!cached_read(cache(), Epoch::new(1, 4)));
         assert!(cached_read(cache(), Epoch::new(3, 4)));
-        let r = c.r.load(Relaxed);
-        assert_eq!(shared_clock(r, 1), 4);
+        assert_eq!(shared_clock(clock_ptr(c), 1), 4);
         // Epochs with no slot form never match, and clear the slot.
         c.lock().set_shared(&pool, &[(3, 1 << 24, acc(3))]);
         assert!(!cached_read(cache(), Epoch::new(3, 1 << 24)));
@@ -1038,7 +1103,7 @@ mod tests {
             "600's slot (0) is cleared"
         );
         assert_eq!(
-            shared_clock(c.r.load(Relaxed), 2),
+            shared_clock(clock_ptr(c), 2),
             9,
             "the clock array decides it"
         );
@@ -1046,7 +1111,7 @@ mod tests {
 
     #[test]
     fn read_keys_are_distinct_for_distinct_epochs() {
-        let epochs: Vec<(Tid, u32)> = [0, 1, 2, 3, 255, 510, 511]
+        let epochs: Vec<(Tid, u32)> = [0, 1, 2, 3, 127, 128, 254, 255]
             .into_iter()
             .flat_map(|t| [1, 2, 255, 256, (1 << 24) - 1].map(|c| (t, c)))
             .collect();
@@ -1064,9 +1129,17 @@ mod tests {
                 );
             }
         }
-        for (t, c) in [(0, 0), (1, 0), (512, 1), (1, 1 << 24), (7, u32::MAX)] {
+        for (t, c) in [
+            (0, 0),
+            (1, 0),
+            (256, 1),
+            (257, 1),
+            (1, 1 << 24),
+            (7, u32::MAX),
+        ] {
             let (mask, key) = fasttrack_read_key(t, c);
-            for cache in [0, u64::MAX, 0x0100_0001_0100_0001] {
+            assert_eq!(mask & SHARED_TAG, 0, "the tag is no slot's");
+            for cache in [0, u64::MAX, 0x0100_0001_0100_0001, SHARED_TAG | 0x8000_0000] {
                 assert_ne!(cache & mask, key, "{t}@{c}: no cache word matches");
             }
         }
@@ -1074,31 +1147,36 @@ mod tests {
 
     #[test]
     fn a_held_lock_hides_w_from_the_unlocked_write_check() {
-        let c = Cell::default();
+        let p = Pair::default();
+        let c = p.slot();
         let e = Epoch::pack(Epoch::new(2, 7));
         {
             let mut lk = c.lock();
-            assert_ne!(c.w.load(Relaxed), 0, "locked: differs from Epoch::NONE too");
+            assert_ne!(
+                c.hot.w.load(Relaxed),
+                0,
+                "locked: differs from Epoch::NONE too"
+            );
             lk.w = e;
         }
-        assert_eq!(c.w.load(Relaxed), e, "the release stores the new W");
+        assert_eq!(c.hot.w.load(Relaxed), e, "the release stores the new W");
         {
             let lk = c.lock();
             assert_eq!(lk.w, e);
-            assert_ne!(c.w.load(Relaxed), e, "no same-epoch hit while held");
+            assert_ne!(c.hot.w.load(Relaxed), e, "no same-epoch hit while held");
         }
-        assert_eq!(c.w.load(Relaxed), e);
+        assert_eq!(c.hot.w.load(Relaxed), e);
     }
 
     #[test]
     fn the_lock_excludes_other_threads() {
-        let c = Arc::new(Cell::default());
+        let p = Arc::new(Pair::default());
         let threads: Vec<_> = (0..4)
             .map(|_| {
-                let c = c.clone();
+                let p = p.clone();
                 std::thread::spawn(move || {
                     for _ in 0..20_000 {
-                        let mut lk = c.lock();
+                        let mut lk = p.slot().lock();
                         // A non-atomic read-modify-write of W under the lock.
                         lk.w += 1;
                     }
@@ -1108,7 +1186,7 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        assert_eq!(c.w.load(Relaxed), 80_000);
+        assert_eq!(p.0.w.load(Relaxed), 80_000);
     }
 
     #[test]

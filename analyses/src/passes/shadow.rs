@@ -43,12 +43,16 @@ type Leaf<C> = AtomicPtr<C>;
 /// `key → &C`, every cell created by `C::default()` on first touch of its leaf.
 pub struct PageTable<C> {
     top: Box<[AtomicPtr<Leaf<C>>]>,
-    overflow: Mutex<HashMap<u64, Box<C>>>,
+    /// Keys the leaves cannot index, each with a cell and its cold twin.
+    overflow: Mutex<HashMap<u64, Box<[C; 2]>>>,
     /// Leaves come from zeroed allocations ([`PageTable::zeroed`]).
     zeroed: bool,
     /// ... cleared when created, all their pages resident
     /// ([`PageTable::zeroed_committed`]).
     commit: bool,
+    /// Each leaf holds a second, *cold* cell per key after its [`LEAF`] cells
+    /// ([`PageTable::with_cold`], [`PageTable::pair`]).
+    cold: bool,
 }
 
 /// Cells whose all-zero bytes are a valid value equal to `Default::default()`.
@@ -70,6 +74,7 @@ impl<C: Default> Default for PageTable<C> {
             overflow: Mutex::new(HashMap::new()),
             zeroed: false,
             commit: false,
+            cold: false,
         }
     }
 }
@@ -100,6 +105,32 @@ impl<C: Zeroed> PageTable<C> {
     }
 }
 
+impl<C: Default> PageTable<C> {
+    /// This table with a cold cell for every key beside its (hot) cell: a leaf holds
+    /// its [`LEAF`] hot cells first and the cold ones after a gap, so the cold cell
+    /// of a key in the leaves is exactly [`cold_offset`] bytes after its hot one (an
+    /// address generated code can compute), and the hot cells of neighbouring keys
+    /// share cache lines with no cold state between them. A committed table commits only the hot half; a cold
+    /// page becomes resident when a cell on it is first written.
+    pub fn with_cold(mut self) -> Self {
+        self.cold = true;
+        self
+    }
+}
+
+/// Bytes from a hot cell of a [`PageTable::with_cold`] leaf to its cold twin, for
+/// cells of `size` bytes.
+pub const fn cold_offset(size: usize) -> usize {
+    COLD_AT * size
+}
+
+/// Cells from the start of a leaf with cold cells to its first cold cell: the hot
+/// cells, then a gap of 33 cache lines of 16-byte cells, so that a cold cell is
+/// never a multiple of 4 KiB from its hot one (the processor would take a load of
+/// one after a store to the other as possibly the same address, "4K aliasing") and
+/// the two fall in different cache sets.
+const COLD_AT: usize = LEAF + 132;
+
 /// Load `slot`, installing a fresh `make()` array of `n` elements if it is null (the
 /// loser of a race frees its array).
 #[inline]
@@ -112,13 +143,13 @@ fn load_or_install<E>(slot: &AtomicPtr<E>, n: usize, make: impl Fn() -> E) -> *m
 }
 
 /// Load `slot` as [`load_or_install`] does, installing a zeroed array (a valid array
-/// of `n` default elements, the caller promises) if it is null; `commit`: cleared
-/// by a pass over it, so that its pages are resident.
+/// of `n` default elements, the caller promises) if it is null; its first `commit`
+/// elements written once per page, so that their pages are resident.
 ///
 /// # Safety
 /// All-zero bytes are a valid `E`.
 #[inline]
-unsafe fn load_or_install_zeroed<E>(slot: &AtomicPtr<E>, n: usize, commit: bool) -> *mut E {
+unsafe fn load_or_install_zeroed<E>(slot: &AtomicPtr<E>, n: usize, commit: usize) -> *mut E {
     let p = slot.load(Ordering::Acquire);
     if !p.is_null() {
         return p;
@@ -130,19 +161,19 @@ unsafe fn load_or_install_zeroed<E>(slot: &AtomicPtr<E>, n: usize, commit: bool)
 /// # Safety
 /// As [`load_or_install_zeroed`].
 #[cold]
-unsafe fn install_zeroed<E>(slot: &AtomicPtr<E>, n: usize, commit: bool) -> *mut E {
+unsafe fn install_zeroed<E>(slot: &AtomicPtr<E>, n: usize, commit: usize) -> *mut E {
     let layout = std::alloc::Layout::array::<E>(n).expect("a table level's size fits");
     // SAFETY: `layout` has a nonzero size (every level has cells of nonzero size).
     let fresh = unsafe {
         let p = std::alloc::alloc_zeroed(layout);
-        if commit && !p.is_null() {
+        if commit > 0 && !p.is_null() {
             // One write per page makes it resident (a fresh page from the kernel,
             // one fault). Clearing with `write_bytes` after `alloc` is not enough:
             // the compiler folds the pair into `alloc_zeroed` (calloc), which leaves
             // fresh pages untouched, and a cell read before it is written then costs
             // a fault on the zero page, a second one to copy it, and a TLB shootdown
             // to every CPU the process runs on.
-            for off in (0..layout.size()).step_by(4096) {
+            for off in (0..(commit * std::mem::size_of::<E>()).min(layout.size())).step_by(4096) {
                 std::ptr::write_volatile(p.add(off), 0u8);
             }
         }
@@ -192,33 +223,62 @@ unsafe fn free<E>(p: *mut E, n: usize) {
 }
 
 impl<C: Default> PageTable<C> {
+    /// Cells per leaf, the cold half included.
+    fn leaf_len(&self) -> usize {
+        if self.cold { COLD_AT + LEAF } else { LEAF }
+    }
+
     /// The cell of `key`.
     #[inline]
     pub fn get(&self, key: u64) -> &C {
         if key & 7 != 0 || key >= DIRECT_LIMIT {
-            return self.get_overflow(key);
+            return &self.get_overflow(key)[0];
         }
+        let (leaf, li) = self.leaf(key);
+        // SAFETY: `leaf` has at least `LEAF` cells and `li < LEAF` (`leaf`).
+        unsafe { &*leaf.add(li) }
+    }
+
+    /// The leaf of a direct-mapped `key` (created on first touch) and the index of
+    /// its cell there.
+    #[inline]
+    fn leaf(&self, key: u64) -> (*mut C, usize) {
         let w = key >> 3;
         let ti = (w >> (LEAF_BITS + MID_BITS)) as usize;
         let mi = ((w >> LEAF_BITS) & ((1 << MID_BITS) - 1)) as usize;
         let li = (w & (LEAF as u64 - 1)) as usize;
-        let (mid, leaf);
-        if self.zeroed {
+        let leaf = if self.zeroed {
             // SAFETY: a null pointer is zero bytes; `self.zeroed` only for `C: Zeroed`.
-            mid = unsafe { load_or_install_zeroed(&self.top[ti], 1 << MID_BITS, false) };
+            let mid = unsafe { load_or_install_zeroed(&self.top[ti], 1 << MID_BITS, 0) };
             // SAFETY: as below.
             let leaf_slot = unsafe { &*mid.add(mi) };
+            let commit = if self.commit { LEAF } else { 0 };
             // SAFETY: as above.
-            leaf = unsafe { load_or_install_zeroed(leaf_slot, LEAF, self.commit) };
+            unsafe { load_or_install_zeroed(leaf_slot, self.leaf_len(), commit) }
         } else {
-            mid = load_or_install(&self.top[ti], 1 << MID_BITS, AtomicPtr::default);
+            let mid = load_or_install(&self.top[ti], 1 << MID_BITS, AtomicPtr::default);
             // SAFETY: `mid` points to an array of `1 << MID_BITS` slots that lives as
             // long as `self` (installed once, freed only in `drop`); `mi` is in range.
             let leaf_slot = unsafe { &*mid.add(mi) };
-            leaf = load_or_install(leaf_slot, LEAF, C::default);
+            load_or_install(leaf_slot, self.leaf_len(), C::default)
+        };
+        // A leaf of `leaf_len()` cells, alive as long as `self`.
+        (leaf, li)
+    }
+
+    /// The cell of `key` and its cold twin ([`PageTable::with_cold`]; the cold
+    /// cell of a direct-mapped key is [`cold_offset`] bytes after the hot one).
+    #[inline]
+    pub fn pair(&self, key: u64) -> (&C, &C) {
+        debug_assert!(self.cold, "a table without cold cells");
+        if key & 7 != 0 || key >= DIRECT_LIMIT {
+            let [hot, cold] = self.get_overflow(key);
+            return (hot, cold);
         }
-        // SAFETY: as above, for a leaf of `LEAF` cells; `li < LEAF`.
-        unsafe { &*leaf.add(li) }
+        let (leaf, li) = self.leaf(key);
+        // SAFETY: a leaf of a table with cold cells has `2 * LEAF` cells (`leaf_len`)
+        // and `li < LEAF`.
+        unsafe { (&*leaf.add(li), &*leaf.add(COLD_AT + li)) }
     }
 
     /// The cells of `key`, `key + 8`, … up to the end of its leaf (one cell for a
@@ -227,13 +287,30 @@ impl<C: Default> PageTable<C> {
     #[inline]
     pub fn run(&self, key: u64) -> &[C] {
         if key & 7 != 0 || key >= DIRECT_LIMIT {
-            return std::slice::from_ref(self.get_overflow(key));
+            return std::slice::from_ref(&self.get_overflow(key)[0]);
         }
-        let li = ((key >> 3) & (LEAF as u64 - 1)) as usize;
-        let first: *const C = self.get(key);
-        // SAFETY: `first` is cell `li` of a leaf of `LEAF` cells (see `get`), so the
-        // `LEAF - li` cells from it are that leaf's, alive as long as `self`.
-        unsafe { std::slice::from_raw_parts(first, LEAF - li) }
+        let (leaf, li) = self.leaf(key);
+        // SAFETY: the `LEAF - li` cells from `li` are the leaf's hot ones (`leaf`),
+        // alive as long as `self`.
+        unsafe { std::slice::from_raw_parts(leaf.add(li), LEAF - li) }
+    }
+
+    /// [`PageTable::run`] with the cold twins, as two slices of equal length.
+    #[inline]
+    pub fn run_pair(&self, key: u64) -> (&[C], &[C]) {
+        debug_assert!(self.cold, "a table without cold cells");
+        if key & 7 != 0 || key >= DIRECT_LIMIT {
+            let [hot, cold] = self.get_overflow(key);
+            return (std::slice::from_ref(hot), std::slice::from_ref(cold));
+        }
+        let (leaf, li) = self.leaf(key);
+        // SAFETY: as in `run`, and the cold half of a leaf with cold cells.
+        unsafe {
+            (
+                std::slice::from_raw_parts(leaf.add(li), LEAF - li),
+                std::slice::from_raw_parts(leaf.add(COLD_AT + li), LEAF - li),
+            )
+        }
     }
 
     /// The cell of `key` if its leaf exists (never creates one).
@@ -241,7 +318,7 @@ impl<C: Default> PageTable<C> {
     pub fn peek(&self, key: u64) -> Option<&C> {
         if key & 7 != 0 || key >= DIRECT_LIMIT {
             let map = self.overflow.lock();
-            let cell: *const C = &**map.get(&key)?;
+            let cell: *const C = &map.get(&key)?[0];
             // SAFETY: as in `get_overflow`.
             return Some(unsafe { &*cell });
         }
@@ -263,9 +340,11 @@ impl<C: Default> PageTable<C> {
     }
 
     #[cold]
-    fn get_overflow(&self, key: u64) -> &C {
+    fn get_overflow(&self, key: u64) -> &[C; 2] {
         let mut map = self.overflow.lock();
-        let cell: *const C = &**map.entry(key).or_insert_with(|| Box::new(C::default()));
+        let cell: *const [C; 2] = &**map
+            .entry(key)
+            .or_insert_with(|| Box::new([C::default(), C::default()]));
         // SAFETY: the box is never removed or replaced before `self` is dropped, and
         // its contents do not move when the map grows.
         unsafe { &*cell }
@@ -279,24 +358,24 @@ impl<C: Default> PageTable<C> {
         self.top.as_ptr() as u64
     }
 
-    /// Every allocated leaf, in key order.
+    /// Every allocated leaf, in key order (its hot cells only).
     fn leaves(&self) -> impl Iterator<Item = &[C]> {
         self.top.iter().flat_map(|t| {
             let mid = t.load(Ordering::Acquire);
             (0..if mid.is_null() { 0 } else { 1usize << MID_BITS }).filter_map(move |mi| {
                 // SAFETY: see `get`.
                 let leaf = unsafe { &*mid.add(mi) }.load(Ordering::Acquire);
-                // SAFETY: installed with length LEAF, freed only with the table.
+                // SAFETY: installed with at least LEAF cells, freed only with the table.
                 (!leaf.is_null()).then(|| unsafe { std::slice::from_raw_parts(leaf, LEAF) })
             })
         })
     }
 
-    /// Visit every cell of every allocated leaf, and the overflow cells.
+    /// Visit every (hot) cell of every allocated leaf, and the overflow cells.
     pub fn for_each_cell(&self, mut f: impl FnMut(&C)) {
         self.leaves().flatten().for_each(&mut f);
         for c in self.overflow.lock().values() {
-            f(c);
+            f(&c[0]);
         }
     }
 
@@ -340,7 +419,7 @@ impl<C: Default> PageTable<C> {
             })
         };
         for c in self.overflow.lock().values() {
-            add(&mut total, f(c));
+            add(&mut total, f(&c[0]));
         }
         total
     }
@@ -353,9 +432,10 @@ impl<C> Drop for PageTable<C> {
             if mid.is_null() {
                 continue;
             }
+            let n = if self.cold { COLD_AT + LEAF } else { LEAF };
             for mi in 0..1usize << MID_BITS {
-                // SAFETY: installed by `install` with length LEAF; dropped once here.
-                unsafe { free((*mid.add(mi)).load(Ordering::Acquire), LEAF) };
+                // SAFETY: installed by `install` with length `n`; dropped once here.
+                unsafe { free((*mid.add(mi)).load(Ordering::Acquire), n) };
             }
             // SAFETY: installed by `install` with length `1 << MID_BITS`.
             unsafe { free(mid, 1 << MID_BITS) };
@@ -550,6 +630,47 @@ mod tests {
         let mut nonzero = 0;
         t.for_each_cell(|c| nonzero += usize::from(c.load(Ordering::Relaxed) != 0));
         assert_eq!(nonzero, keys.len());
+    }
+
+    /// Each key of a table with cold cells has a hot cell and a cold one of its own,
+    /// the cold one `cold_offset` bytes after the hot one for a direct key (what
+    /// generated code computes); `run_pair` gives the pairs `pair` gives; the walks
+    /// see the hot cells only.
+    #[test]
+    fn cold_cells_are_each_keys_own_at_a_fixed_offset() {
+        for t in [
+            PageTable::<AtomicU64>::default().with_cold(),
+            PageTable::zeroed().with_cold(),
+            PageTable::zeroed_committed().with_cold(),
+        ] {
+            let mut keys: Vec<u64> = (0..3 * LEAF as u64).step_by(89).map(|w| w * 8).collect();
+            keys.extend([1 << 40, 1_000_001, DIRECT_LIMIT, u64::MAX]);
+            for (i, &k) in keys.iter().enumerate() {
+                let (hot, cold) = t.pair(k);
+                assert!(std::ptr::eq(hot, t.get(k)), "key {k}");
+                if k & 7 == 0 && k < DIRECT_LIMIT {
+                    let off = cold as *const AtomicU64 as usize - hot as *const AtomicU64 as usize;
+                    assert_eq!(off, cold_offset(8), "key {k}");
+                    assert_ne!(off % 4096, 0, "no 4K aliasing");
+                }
+                hot.store(i as u64 + 1, Ordering::Relaxed);
+                cold.store(!(i as u64), Ordering::Relaxed);
+            }
+            for (i, &k) in keys.iter().enumerate() {
+                let (hot, cold) = t.pair(k);
+                assert_eq!(hot.load(Ordering::Relaxed), i as u64 + 1, "key {k}");
+                assert_eq!(cold.load(Ordering::Relaxed), !(i as u64), "key {k}");
+                let (hots, colds) = t.run_pair(k);
+                assert_eq!(hots.len(), colds.len());
+                assert!(std::ptr::eq(&hots[0], hot) && std::ptr::eq(&colds[0], cold));
+                if k & 7 == 0 && k < DIRECT_LIMIT && hots.len() > 1 {
+                    assert!(std::ptr::eq(&colds[1], t.pair(k + 8).1), "key {k}");
+                }
+            }
+            let mut seen = 0;
+            t.for_each_cell(|c| seen += usize::from(c.load(Ordering::Relaxed) != 0));
+            assert_eq!(seen, keys.len(), "only the hot cells are walked");
+        }
     }
 
     /// A cell aligned above what `calloc` guarantees, as FastTrack's are.

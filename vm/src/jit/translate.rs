@@ -1284,7 +1284,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             let not_same = self.b.create_block();
             self.b.ins().brif(same, hit, &[], not_same, &[]);
             // [FT read shared same epoch]: R[t] == C_t(t) on the shared read clock
-            // `[n, R[0], …, R[n-1]]` (u32 each) the tagged word points to.
+            // `[n, R[0], …, R[n-1]]` (u32 each) the cold twin's tagged word points
+            // to.
             self.b.switch_to_block(not_same);
             let tagged = self.b.ins().band_imm_s(rv, TAG as i64);
             let shared = self.b.create_block();
@@ -1296,23 +1297,23 @@ impl<'a, 'b> Translator<'a, 'b> {
                 rv,
                 false,
             );
-            // First the cell's cache of recent readers: `r_site & mask == key`
-            // with the thread's mask and key after its epoch word.
-            // (`ep` loaded again: keeping it live from the top would take a
+            // First the cache of recent readers in the tagged word itself:
+            // `r & mask == key` with the thread's mask and key after its epoch
+            // word. (`ep` loaded again: keeping it live from the top would take a
             // register across the whole check, in the hottest loops.)
             self.b.switch_to_block(shared);
             let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
-            let cache = self.b.ins().load(I64, m, cell, FASTTRACK_R_SITE_OFF);
             let mask = self.b.ins().load(I64, m, ep, FASTTRACK_READ_MASK_OFF);
             let key = self.b.ins().load(I64, m, ep, FASTTRACK_READ_KEY_OFF);
-            let held = self.b.ins().band(cache, mask);
+            let held = self.b.ins().band(rv, mask);
             let cached = self.b.ins().icmp(IntCC::Equal, held, key);
             let hit_shared = self.b.create_block();
             let walk_clock = self.b.create_block();
             self.b.ins().brif(cached, hit_shared, &[], walk_clock, &[]);
             self.b.switch_to_block(walk_clock);
             let tid = self.b.ins().ushr_imm_u(e, 32);
-            let r_t = self.tagged_entry(rv, TAG, tid, types::I32, call);
+            let clocks = self.b.ins().load(I64, m, cell, FASTTRACK_R_SITE_OFF);
+            let r_t = self.tagged_entry(clocks, TAG, tid, types::I32, call);
             let clock = self.b.ins().band_imm_s(e, u32::MAX as i64);
             let same = self.b.ins().icmp(IntCC::Equal, r_t, clock);
             self.b.ins().brif(same, hit_shared, &[], call, &[]);
