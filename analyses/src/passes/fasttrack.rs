@@ -17,9 +17,9 @@
 //! with a cache of two readers' epochs (see [`Cell`]). Each hot cell has a cold twin
 //! in the second half of its leaf: the packed sites of `W` and `R`, or the pointer
 //! to the shared read clock, which owns its readers' sites (see [`Cold`]); the trace
-//! lines of offline events live in a side table that stays empty online. The slow path mutates a cell under its lock. The
-//! three same-epoch rules, which fire on most accesses, are decided from the hot
-//! words alone without the lock (RoadRunner's unlocked fast path; the JIT performs
+//! lines of offline events live in a side table that stays empty online. The slow
+//! path mutates a cell under its lock. The three same-epoch rules, which fire on
+//! most accesses, are decided from the hot words alone without the lock (RoadRunner's unlocked fast path; the JIT performs
 //! the same test inline, `crate::pass::InlineCheck`): only thread `t` ever stores an
 //! epoch of `t`, so seeing `W = E(t)`, `R = E(t)` or `R[t] = C_t(t)` means `t`'s own
 //! access in this epoch is the latest, exactly when the locked rule would also
