@@ -152,10 +152,11 @@ pub enum InlineCheck {
     ///   `r` has [`FASTTRACK_SHARED_TAG`] and either `r & mask == key`, with `mask`
     ///   and `key` the words at [`FASTTRACK_READ_MASK_OFF`] and
     ///   [`FASTTRACK_READ_KEY_OFF`] after the thread's epoch word (the cell's cache
-    ///   of recent readers, [`fasttrack_read_key`]), or the word at
-    ///   `cell + R_SITE_OFF` (in the cell's cold twin, [`FASTTRACK_R_SITE_OFF`]),
-    ///   with its tag cleared, points to a `u32` length `n`, `tid(e) < n` and the
-    ///   `u32` at `p + 4 + 4 * tid(e)` equals `clock(e)` (read-shared same epoch).
+    ///   of recent readers, [`fasttrack_read_key`]), or the cell's cold word (at
+    ///   `cell + FASTTRACK_COLD_BASE - (k & FASTTRACK_COLD_INDEX)`, in the second
+    ///   half of the leaf), with its tag cleared, points to a `u32` length `n`,
+    ///   `tid(e) < n` and the `u32` at `p + 4 + 4 * tid(e)` equals `clock(e)`
+    ///   (read-shared same epoch).
     ///
     /// The cells are written only under their lock, with atomic stores; the
     /// producer's loads must be at least `Acquire` on a tagged `r` and the pointer.
@@ -170,10 +171,12 @@ pub enum InlineCheck {
     /// none of these), it takes the cell's lock by a compare-and-swap of `w` with
     /// `w | FASTTRACK_LOCKED` (failure:
     /// deliver the access), checks that `r` is unchanged (otherwise stores `w` back
-    /// and delivers), and then, for a read, stores `e` at `R_OFF`, the packed site
-    /// (`site | ctx << 32`, with the thread's current call context) at `R_SITE_OFF`,
-    /// and `w` back; for a write, the packed site at `W_SITE_OFF` and `e` at `W_OFF`
-    /// (which releases the lock). Such accesses are counted apart
+    /// and delivers), and then, for a read, stores `e` at `R_OFF`, the compact site
+    /// ([`fasttrack_sid`] of the site and the thread's current call context, when
+    /// it has one; otherwise deliver the access) as a `u32` at
+    /// [`FASTTRACK_R_SID_OFF`] in the cold word, and `w` back; for a write, the
+    /// compact site at [`FASTTRACK_W_SID_OFF`] and `e` at `W_OFF` (which releases
+    /// the lock). Such accesses are counted apart
     /// ([`InlineChecks::reads_excl`], [`InlineChecks::writes_excl`]).
     FastTrack {
         /// The address of the top level (`2^TOP_BITS` pointers).
@@ -411,11 +414,30 @@ pub const FASTTRACK_CELL_BYTES: u32 = 16;
 pub const FASTTRACK_W_OFF: i32 = 0;
 pub const FASTTRACK_R_OFF: i32 = 8;
 pub const FASTTRACK_SHARED_TAG: u64 = 1 << 63;
-/// Offsets from a hot cell of the words of its cold twin, in the second half of the
-/// leaf.
-pub const FASTTRACK_W_SITE_OFF: i32 =
-    crate::passes::shadow::cold_offset(FASTTRACK_CELL_BYTES as usize) as i32;
-pub const FASTTRACK_R_SITE_OFF: i32 = FASTTRACK_W_SITE_OFF + 8;
+/// The cold word of a hot cell at `cell` for the key `k`, in the second half of the
+/// leaf, is at `cell + FASTTRACK_COLD_BASE - (k & FASTTRACK_COLD_INDEX)` (the cell's
+/// index in its leaf times 8: `crate::passes::shadow::cold_base`).
+pub const FASTTRACK_COLD_BASE: i32 =
+    crate::passes::shadow::cold_base(FASTTRACK_CELL_BYTES as usize) as i32;
+pub const FASTTRACK_COLD_INDEX: u64 = ((1 << FASTTRACK_LEAF_BITS) - 1) << 3;
+/// Offsets in the cold word of the `u32` compact sites of `W` and `R` (while `R` is
+/// an epoch; [`fasttrack_sid`]).
+pub const FASTTRACK_W_SID_OFF: i32 = 0;
+pub const FASTTRACK_R_SID_OFF: i32 = 4;
+/// A compact site ([`fasttrack_sid`]) holds the call context from this bit.
+pub const FASTTRACK_SID_CTX_SHIFT: u32 = 16;
+
+/// The compact site of an access at `site` in call context `ctx`, as a FastTrack
+/// cell's cold word keeps it (`u32`, [`InlineCheck::FastTrack`]): `site | ctx << 16`
+/// for a site below 2^16 and a context below 2^15. Any other pair has no compact
+/// form; the pass numbers those itself, with bit 31 set.
+pub const fn fasttrack_sid(site: u32, ctx: u32) -> Option<u32> {
+    if site < 1 << FASTTRACK_SID_CTX_SHIFT && ctx < 1 << (31 - FASTTRACK_SID_CTX_SHIFT) {
+        Some(site | ctx << FASTTRACK_SID_CTX_SHIFT)
+    } else {
+        None
+    }
+}
 /// The lock bit of a cell's `W` word ([`InlineCheck::FastTrack`]).
 pub const FASTTRACK_LOCKED: u64 = 1 << 62;
 /// Offsets from a thread's epoch word ([`crate::thread::ThreadCx::epoch_word`]) of

@@ -14,9 +14,10 @@
 //! Concurrency: per-location state in one direct-mapped shadow table
 //! (`super::shadow::PageTable`) of 16-byte hot cells, four to a cache line: `W` with
 //! the cell's lock bit, and `R` as a packed epoch or, once reads are shared, a tag
-//! with a cache of two readers' epochs (see [`Cell`]). Each hot cell has a cold twin
-//! in the second half of its leaf: the packed sites of `W` and `R`, or the pointer
-//! to the shared read clock, which owns its readers' sites (see [`Cold`]); the trace
+//! with a cache of two readers' epochs (see [`Cell`]). Each hot cell has a cold word
+//! in the second half of its leaf: the compact sites of `W` and `R`, or the pointer
+//! to the shared read clock, which then owns `W`'s and its readers' sites (see
+//! [`Cold`]); the trace
 //! lines of offline events live in a side table that stays empty online. The slow
 //! path mutates a cell under its lock. The three same-epoch rules, which fire on
 //! most accesses, are decided from the hot words alone without the lock (RoadRunner's unlocked fast path; the JIT performs
@@ -29,16 +30,18 @@
 use crate::ctx::CtxId;
 use crate::event::{Event, EventKind, Loc, ObjId, Op, SiteId, Tid};
 use crate::pass::{
-    FASTTRACK_CELL_BYTES, FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SITE_OFF,
-    FASTTRACK_READ_SLOT, FASTTRACK_SHARED_TAG, FASTTRACK_W_OFF, FASTTRACK_W_SITE_OFF, Flow,
-    InlineCheck, InlineChecks, Local, Pass, fasttrack_read_key,
+    FASTTRACK_CELL_BYTES, FASTTRACK_COLD_BASE, FASTTRACK_LOCKED, FASTTRACK_R_OFF,
+    FASTTRACK_R_SID_OFF, FASTTRACK_READ_SLOT, FASTTRACK_SHARED_TAG, FASTTRACK_W_OFF,
+    FASTTRACK_W_SID_OFF, Flow, InlineCheck, InlineChecks, Local, Pass, fasttrack_read_key,
+    fasttrack_sid,
 };
 use crate::report::{Reporter, WarningKind};
 use crate::shared::Shared;
 use crate::thread::ThreadState;
 use crate::vc::Epoch;
 
-use super::shadow::{Acc, PageTable, Zeroed, cold_offset, pair_warning};
+use super::shadow::{Acc, PageTable, Zeroed, cold_base, pair_warning};
+use hashbrown::HashMap;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{
@@ -46,28 +49,66 @@ use std::sync::atomic::{
     Ordering::{Acquire, Relaxed, Release},
 };
 
-/// Where and in which context an access happened, packed into one word: the site in
-/// the low half, the calling context in the high half. The thread is the one of the
+/// Where and in which context an access happened, as one `u32` (a *compact site*):
+/// [`fasttrack_sid`] where the site and the context are small enough, as they are
+/// in every program of the corpus (the form generated code stores); otherwise a
+/// number this table gives the pair, with bit 31 set. The thread is the one of the
 /// epoch stored beside it, the operation follows from the field, and the trace line
 /// (offline only) lives in [`Lines`].
-fn pack_site(cur: &Acc) -> u64 {
-    u64::from(cur.site.0) | u64::from(cur.ctx.0) << 32
-}
+#[derive(Default)]
+struct Sids(Mutex<(HashMap<u64, u32>, Vec<u64>)>);
 
-/// The access an epoch `e` and its packed site stand for.
-fn unpack_acc(site: u64, index: u64, e: Epoch, op: Op) -> Acc {
-    Acc {
-        tid: e.tid,
-        op,
-        site: SiteId(site as u32),
-        ctx: CtxId((site >> 32) as u32),
-        index,
+/// Bit 31 of a compact site: a number of [`Sids`], not [`fasttrack_sid`]'s form.
+const NUMBERED: u32 = 1 << 31;
+
+impl Sids {
+    /// The compact site of `cur`.
+    #[inline]
+    fn of(&self, cur: &Acc) -> u32 {
+        fasttrack_sid(cur.site.0, cur.ctx.0).unwrap_or_else(|| self.number(cur))
+    }
+
+    #[cold]
+    fn number(&self, cur: &Acc) -> u32 {
+        let pair = u64::from(cur.site.0) | u64::from(cur.ctx.0) << 32;
+        let mut g = self.0.lock();
+        let (map, all) = &mut *g;
+        *map.entry(pair).or_insert_with(|| {
+            // 2^31 pairs would take 48 GiB here before the numbers ran out.
+            let n = u32::try_from(all.len()).expect("fewer than 2^31 sites in contexts");
+            all.push(pair);
+            NUMBERED | n
+        })
+    }
+
+    /// The site and context of a compact site.
+    fn get(&self, sid: u32) -> (SiteId, CtxId) {
+        use crate::pass::FASTTRACK_SID_CTX_SHIFT as SHIFT;
+        if sid & NUMBERED == 0 {
+            return (SiteId(sid & ((1 << SHIFT) - 1)), CtxId(sid >> SHIFT));
+        }
+        let pair = self.0.lock().1[(sid & !NUMBERED) as usize];
+        (SiteId(pair as u32), CtxId((pair >> 32) as u32))
+    }
+
+    /// The access an epoch `e` and its compact site stand for.
+    fn acc(&self, sid: u32, index: u64, e: Epoch, op: Op) -> Acc {
+        let (site, ctx) = self.get(sid);
+        Acc {
+            tid: e.tid,
+            op,
+            site,
+            ctx,
+            index,
+        }
     }
 }
 
 /// Concurrent reads, in one allocation of `u32` words (most shared locations are read
 /// by two or three threads, and a program may have a million of them: lufact):
-/// `[lines, n, R[0..n], site[0..n], ctx[0..n]]`, and when `lines` is 1 (events with
+/// `[lines, w, n, R[0..n], site[0..n], ctx[0..n]]`, where `w` is the compact site of
+/// the cell's `W` (which the cold word, now this array's pointer, no longer holds),
+/// and when `lines` is 1 (events with
 /// trace lines, offline) `line_lo[0..n], line_hi[0..n]` after them. `R` is FT2's
 /// read vector clock, as atomics so that a thread can run the [FT read shared same
 /// epoch] check on its own entry without the cell's lock (only the lock holder
@@ -77,8 +118,8 @@ fn unpack_acc(site: u64, index: u64, e: Epoch, op: Op) -> Acc {
 #[derive(Copy, Clone)]
 struct SharedReads<'a>(&'a [AtomicU32]);
 
-/// Words of a [`SharedReads`] before its length.
-const HEAD: usize = 1;
+/// Words of a [`SharedReads`] before its length: `lines` and `w`.
+const HEAD: usize = 2;
 
 /// Words of a [`SharedReads`] for `n` threads.
 const fn shared_words(n: usize, lines: bool) -> usize {
@@ -157,6 +198,11 @@ impl<'a> SharedReads<'a> {
         self.0[0].load(Relaxed) != 0
     }
 
+    /// The compact site of the cell's `W`, kept here while the reads are shared.
+    fn w_sid(self) -> &'a AtomicU32 {
+        &self.0[1]
+    }
+
     /// Word `u` of part `part` (0: `R`, 1: sites, 2: contexts, 3, 4: lines).
     fn word(self, part: usize, u: Tid) -> &'a AtomicU32 {
         &self.0[HEAD + 1 + part * self.len() + u as usize]
@@ -225,8 +271,8 @@ fn cached_read(cache: u64, e: Epoch) -> bool {
     cache & mask == key
 }
 
-/// `R[t]` of a shared read state from the tagged pointer `r` to it (a cold cell's
-/// `r_site` while the reads are shared), without the lock: one dependent load,
+/// `R[t]` of a shared read state from the tagged pointer `r` to it (a cell's cold
+/// word while the reads are shared), without the lock: one dependent load,
 /// usually in the same cache line as the length.
 #[inline]
 fn shared_clock(r: u64, t: Tid) -> u32 {
@@ -256,7 +302,7 @@ const LOCKED: u64 = 1 << 62;
 ///   never returns to an epoch), [`SHARED_TAG`] with a cache of two recent readers'
 ///   epochs in the other bits ([`fasttrack_read_key`]: the thread's slot holds
 ///   `(t, R[t])` when it was set), so that a read-shared same-epoch read is
-///   usually decided from this word alone, without the loads of the cold twin's
+///   usually decided from this word alone, without the loads of the cold word's
 ///   pointer and of the clock array (a cache miss each when the shared locations
 ///   are many, as the vector JavaGrande's sparse product reads at random).
 ///
@@ -265,7 +311,7 @@ const LOCKED: u64 = 1 << 62;
 /// the (possibly new) `W`. A held lock makes `w` differ from every epoch, so the
 /// unlocked write check (here and in generated code) falls through to the locked
 /// path and waits; the read checks look only at `r` (and, shared, the pointer in
-/// the cold twin), which the lock holder stores with release order after what
+/// the cold word), which the lock holder stores with release order after what
 /// they lead to is complete.
 #[repr(C, align(16))]
 #[derive(Default)]
@@ -274,31 +320,25 @@ struct Cell {
     r: AtomicU64,
 }
 
-/// The cold state of a location, in the second half of its cell's leaf
-/// ([`PageTable::with_cold`], at [`FASTTRACK_W_SITE_OFF`] from the hot cell), read
-/// only by the rules past the same-epoch checks and by reports:
-/// - `w_site`: the packed site of `W` ([`pack_site`]);
-/// - `r_site`: the packed site of `R` while it is an epoch; while it is shared, the
-///   address of the shared read clock tagged with [`SHARED_TAG`] (the `SharedReads`
-///   the cell owns, with its readers' clocks and sites: [`SharedReads::of`]).
-#[repr(C, align(16))]
+/// The cold state of a location, one word in the second half of its cell's leaf
+/// ([`PageTable::with_cold`]; generated code finds it from the hot cell and the
+/// key, [`FASTTRACK_COLD_BASE`]), read only by the rules past the same-epoch checks
+/// and by reports, written under the cell's lock:
+/// - while `R` is an epoch, the compact sites ([`Sids`]) of `W` (low half,
+///   [`FASTTRACK_W_SID_OFF`]) and of `R` (high half, [`FASTTRACK_R_SID_OFF`]);
+/// - while the reads are shared, the address of the shared read clock tagged with
+///   [`SHARED_TAG`] (the `SharedReads` the cell owns, with `W`'s compact site and
+///   its readers' clocks and sites: [`SharedReads::of`]).
+#[repr(transparent)]
 #[derive(Default)]
-struct Cold {
-    w_site: AtomicU64,
-    r_site: AtomicU64,
-}
+struct Cold(AtomicU64);
 
-/// A location's hot cell and its cold twin.
+/// A location's hot cell and its cold word.
 #[derive(Copy, Clone)]
 struct Slot<'a> {
     hot: &'a Cell,
     cold: &'a Cold,
 }
-
-const _: () = {
-    assert!(std::mem::size_of::<Cell>() == std::mem::size_of::<Cold>());
-    assert!(std::mem::align_of::<Cell>() == std::mem::align_of::<Cold>());
-};
 
 /// The held lock of a [`Cell`]: `w` is the unlocked `W`, stored back on drop.
 struct Locked<'a> {
@@ -307,14 +347,9 @@ struct Locked<'a> {
 }
 
 impl<'a> Slot<'a> {
-    /// The pair a table with cold cells holds for a key, the cold one read as a
-    /// [`Cold`].
+    /// The pair a table with cold words holds for a key.
     #[inline]
-    fn of((hot, cold): (&'a Cell, &'a Cell)) -> Self {
-        // SAFETY: `Cell` and `Cold` are both `repr(C)` pairs of `AtomicU64` with
-        // the same size and alignment (asserted above), so a `Cell`'s memory is a
-        // valid `Cold` for as long as it is borrowed.
-        let cold = unsafe { &*(cold as *const Cell as *const Cold) };
+    fn of((hot, cold): (&'a Cell, &'a Cold)) -> Self {
         Slot { hot, cold }
     }
 
@@ -345,17 +380,50 @@ impl Locked<'_> {
     #[inline]
     fn shared(&self) -> Option<SharedReads<'_>> {
         let r = self.cell.hot.r.load(Relaxed);
-        // SAFETY: while `r` is tagged, the cold `r_site` is a tagged pointer at a
+        // SAFETY: while `r` is tagged, the cold word is a tagged pointer at a
         // `SharedReads` that `set_shared` took from the table's `ReadsPool`, which
         // outlives the cells.
-        (r & SHARED_TAG != 0)
-            .then(|| unsafe { SharedReads::of(self.cell.cold.r_site.load(Relaxed)) })
+        (r & SHARED_TAG != 0).then(|| unsafe { SharedReads::of(self.cell.cold.0.load(Relaxed)) })
+    }
+
+    /// The compact site of `W`.
+    fn w_sid(&self) -> u32 {
+        match self.shared() {
+            Some(sh) => sh.w_sid().load(Relaxed),
+            None => self.cell.cold.0.load(Relaxed) as u32,
+        }
+    }
+
+    /// Make `sid` the compact site of `W`.
+    fn set_w_sid(&self, sid: u32) {
+        match self.shared() {
+            Some(sh) => sh.w_sid().store(sid, Relaxed),
+            None => {
+                let cold = &self.cell.cold.0;
+                let r = cold.load(Relaxed) & !u64::from(u32::MAX);
+                cold.store(r | u64::from(sid), Relaxed);
+            }
+        }
+    }
+
+    /// The compact site of `R` while it is an epoch.
+    fn r_sid(&self) -> u32 {
+        debug_assert!(self.shared().is_none());
+        (self.cell.cold.0.load(Relaxed) >> 32) as u32
+    }
+
+    /// Make `sid` the compact site of `R`, an epoch.
+    fn set_r_sid(&self, sid: u32) {
+        debug_assert!(self.shared().is_none());
+        let cold = &self.cell.cold.0;
+        let w = cold.load(Relaxed) & u64::from(u32::MAX);
+        cold.store(w | u64::from(sid) << 32, Relaxed);
     }
 
     /// `R[u] := c` on the shared reads, with `a` as `u`'s last read, for each
     /// `(u, c, a)` of `reads` in order. When some `u` has no entry yet (or a read has
     /// a trace line and the reads keep none), the reads move to a larger copy from
-    /// `pool` first, and the cold `r_site` points at it.
+    /// `pool` first (with `W`'s compact site), and the cold word points at it.
     fn set_shared(&self, pool: &ReadsPool, reads: &[(Tid, u32, Acc)]) {
         let cell = self.cell;
         let cur = self.shared();
@@ -375,13 +443,14 @@ impl Locked<'_> {
                 });
                 let lines = lines || cur.is_some_and(|sh| sh.has_lines());
                 let fresh = pool.alloc(need.max(grown), lines);
+                fresh.w_sid().store(self.w_sid(), Relaxed);
                 if let Some(sh) = cur {
                     for (u, c) in sh.entries() {
                         fresh.set(u, c, &sh.acc(u));
                     }
                 }
                 debug_assert_eq!(fresh.addr() & SHARED_TAG, 0);
-                cell.cold.r_site.store(fresh.addr() | SHARED_TAG, Release);
+                cell.cold.0.store(fresh.addr() | SHARED_TAG, Release);
                 if cur.is_none() {
                     // Tagged, with an empty cache of readers, after the pointer: a
                     // reader who sees the tag finds the clock array.
@@ -429,9 +498,10 @@ const _: () = {
     assert!(std::mem::size_of::<Cell>() == FASTTRACK_CELL_BYTES as usize);
     assert!(std::mem::offset_of!(Cell, w) == FASTTRACK_W_OFF as usize);
     assert!(std::mem::offset_of!(Cell, r) == FASTTRACK_R_OFF as usize);
-    let cold = cold_offset(std::mem::size_of::<Cell>());
-    assert!(cold + std::mem::offset_of!(Cold, w_site) == FASTTRACK_W_SITE_OFF as usize);
-    assert!(cold + std::mem::offset_of!(Cold, r_site) == FASTTRACK_R_SITE_OFF as usize);
+    assert!(cold_base(std::mem::size_of::<Cell>()) == FASTTRACK_COLD_BASE as usize);
+    assert!(2 * std::mem::size_of::<Cold>() == std::mem::size_of::<Cell>());
+    // The compact sites' halves of the cold word (little-endian).
+    assert!(FASTTRACK_W_SID_OFF == 0 && FASTTRACK_R_SID_OFF == 4);
     assert!(LOCKED == FASTTRACK_LOCKED);
 };
 
@@ -490,8 +560,10 @@ impl Rule {
 /// field groups and statics, so that both have the same cells and the same inline
 /// same-epoch check ([`InlineCheck::FastTrack`] on [`FtCells::top_addr`]).
 pub(crate) struct FtCells {
-    /// Per location, its hot cell, and its cold twin in the second half of the leaf.
+    /// Per location, its hot cell, and its cold word in the second half of the leaf.
     cells: PageTable<Cell>,
+    /// The compact sites of accesses that have no [`fasttrack_sid`].
+    sids: Sids,
     /// The shared read states of the cells.
     reads: ReadsPool,
     /// Per location, the trace lines of `W` and `R`, once an event with a line
@@ -511,6 +583,7 @@ impl Default for FtCells {
         FtCells {
             cells: PageTable::zeroed_committed().with_cold(),
             reads: ReadsPool::default(),
+            sids: Sids::default(),
             lines: PageTable::zeroed(),
             lines_used: AtomicBool::new(false),
         }
@@ -519,6 +592,8 @@ impl Default for FtCells {
 
 // SAFETY: words of atomic integers only; zero is each one's default.
 unsafe impl Zeroed for Cell {}
+// SAFETY: as for `Cell`.
+unsafe impl Zeroed for Cold {}
 // SAFETY: as for `Cell`.
 unsafe impl Zeroed for Lines {}
 // SAFETY: as for `Cell`.
@@ -571,8 +646,7 @@ impl FtCells {
                 if r == Epoch::pack(e) {
                     Rule::ReadSameEpoch
                 } else if r & SHARED_TAG != 0
-                    && (cached_read(r, e)
-                        || shared_clock(c.cold.r_site.load(Acquire), t.tid) == e.clock)
+                    && (cached_read(r, e) || shared_clock(c.cold.0.load(Acquire), t.tid) == e.clock)
                 {
                     Rule::ReadSharedSameEpoch
                 } else {
@@ -600,7 +674,7 @@ impl FtCells {
                         && (cached_read(r, e) || {
                             // The leaf exists (`peek`): no cell is created.
                             let c = Slot::of(self.cells.pair(loc.key()));
-                            shared_clock(c.cold.r_site.load(Acquire), t.tid) == e.clock
+                            shared_clock(c.cold.0.load(Acquire), t.tid) == e.clock
                         }))
             }
         }
@@ -663,11 +737,11 @@ impl FtCells {
                 reads.iter().map(|(e, a)| (e.tid, e.clock, *a)).collect();
             lk.set_shared(&self.reads, &reads);
         } else if let Some((e, a)) = reads.first() {
-            c.cold.r_site.store(pack_site(a), Relaxed);
+            lk.set_r_sid(self.sids.of(a));
             c.hot.r.store(Epoch::pack(*e), Release);
         }
         if let Some((e, a)) = w {
-            c.cold.w_site.store(pack_site(&a), Relaxed);
+            lk.set_w_sid(self.sids.of(&a));
             lk.w = Epoch::pack(e);
         }
     }
@@ -710,7 +784,7 @@ impl FtCells {
         // [FT write-read race]
         if w.tid != t.tid && !w.leq(&t.vc) {
             let line = lines.map_or(0, |l| l.w.load(Relaxed));
-            let prev = unpack_acc(c.cold.w_site.load(Relaxed), line, w, Op::Write);
+            let prev = self.sids.acc(lk.w_sid(), line, w, Op::Write);
             race(prev, "write-read");
         }
         if lk.shared().is_some() {
@@ -722,7 +796,7 @@ impl FtCells {
         if r.tid == t.tid || r.leq(&t.vc) {
             // [FT read exclusive]
             c.hot.r.store(Epoch::pack(e), Relaxed);
-            c.cold.r_site.store(pack_site(cur), Relaxed);
+            lk.set_r_sid(self.sids.of(cur));
             if let Some(l) = lines {
                 l.r.store(cur.index, Relaxed);
             }
@@ -730,7 +804,7 @@ impl FtCells {
         } else {
             // [FT read share]
             let line = lines.map_or(0, |l| l.r.load(Relaxed));
-            let prev = unpack_acc(c.cold.r_site.load(Relaxed), line, r, Op::Read);
+            let prev = self.sids.acc(lk.r_sid(), line, r, Op::Read);
             lk.set_shared(
                 &self.reads,
                 &[(r.tid, r.clock, prev), (t.tid, e.clock, *cur)],
@@ -760,7 +834,7 @@ impl FtCells {
         // [FT write-write race]
         if w.tid != t.tid && !w.leq(&t.vc) {
             let line = lines.map_or(0, |l| l.w.load(Relaxed));
-            let prev = unpack_acc(c.cold.w_site.load(Relaxed), line, w, Op::Write);
+            let prev = self.sids.acc(lk.w_sid(), line, w, Op::Write);
             race(prev, "write-write");
         }
         let rule = match lk.shared() {
@@ -769,7 +843,7 @@ impl FtCells {
                 let r = Epoch::unpack(r);
                 if r.tid != t.tid && !r.leq(&t.vc) {
                     let line = lines.map_or(0, |l| l.r.load(Relaxed));
-                    let prev = unpack_acc(c.cold.r_site.load(Relaxed), line, r, Op::Read);
+                    let prev = self.sids.acc(lk.r_sid(), line, r, Op::Read);
                     race(prev, "read-write");
                 }
                 Rule::WriteExclusive
@@ -785,7 +859,7 @@ impl FtCells {
             }
         };
         // [FT write exclusive / write shared]: FT2 keeps a shared read state.
-        c.cold.w_site.store(pack_site(cur), Relaxed);
+        lk.set_w_sid(self.sids.of(cur));
         if let Some(l) = lines {
             l.w.store(cur.index, Relaxed);
         }
@@ -916,9 +990,9 @@ impl Pass for FastTrack {
 mod tests {
     use super::*;
 
-    /// A hot cell and its cold twin, outside any table.
+    /// A hot cell and its cold word, outside any table.
     #[derive(Default)]
-    struct Pair(Cell, Cell);
+    struct Pair(Cell, Cold);
 
     impl Pair {
         fn slot(&self) -> Slot<'_> {
@@ -929,7 +1003,7 @@ mod tests {
     /// The tagged pointer to a read-shared cell's clock array.
     fn clock_ptr(c: Slot<'_>) -> u64 {
         assert_ne!(c.hot.r.load(Relaxed) & SHARED_TAG, 0, "reads not shared");
-        c.cold.r_site.load(Relaxed)
+        c.cold.0.load(Relaxed)
     }
 
     fn acc(tid: Tid) -> Acc {
@@ -1067,9 +1141,9 @@ mod tests {
         let p = Pair::default();
         let c = p.slot();
         let cache = || c.hot.r.load(Relaxed);
-        // An epoch read before (its site in the cold twin) is no reader's cache.
+        // An epoch read before (its site in the cold word) is no reader's cache.
         c.hot.r.store(Epoch::new(1, 4).pack(), Relaxed);
-        c.cold.r_site.store(pack_site(&acc(1)), Relaxed);
+        c.lock().set_r_sid(Sids::default().of(&acc(1)));
         c.lock().set_shared(&pool, &[(1, 4, acc(1))]);
         assert_ne!(cache() & SHARED_TAG, 0);
         assert!(cached_read(cache(), Epoch::new(1, 4)));
@@ -1189,17 +1263,74 @@ mod tests {
         assert_eq!(p.0.w.load(Relaxed), 80_000);
     }
 
+    /// Compact sites: the small form for small sites and contexts, numbers for the
+    /// rest (the same number for the same pair), each decoded to its pair.
     #[test]
-    fn sites_pack_and_unpack() {
-        let cur = Acc {
+    fn compact_sites_stand_for_their_site_and_context() {
+        let sids = Sids::default();
+        let cur = |site, ctx| Acc {
             tid: 3,
             op: Op::Write,
-            site: SiteId(u32::MAX - 1),
-            ctx: CtxId(77),
+            site: SiteId(site),
+            ctx: CtxId(ctx),
             index: 0,
         };
-        let a = unpack_acc(pack_site(&cur), 12, Epoch::new(3, 9), Op::Write);
-        assert_eq!((a.tid, a.site, a.ctx, a.index), (3, cur.site, cur.ctx, 12));
+        let pairs = [
+            (0, 0),
+            (65_535, 32_767),
+            (65_536, 0),
+            (0, 32_768),
+            (u32::MAX - 1, 77),
+            (7, u32::MAX),
+            (65_536, 0),
+        ];
+        let ids: Vec<u32> = pairs.iter().map(|&(s, c)| sids.of(&cur(s, c))).collect();
+        assert_eq!(ids[0], 0);
+        assert_eq!(ids[1], 65_535 | 32_767 << 16);
+        assert!(ids[2..].iter().all(|i| i & NUMBERED != 0), "{ids:?}");
+        assert_eq!(ids[2], ids[6], "one number per pair");
+        assert_eq!(
+            ids[2..6]
+                .iter()
+                .collect::<std::collections::HashSet<_>>()
+                .len(),
+            4
+        );
+        for (&(s, c), &id) in pairs.iter().zip(&ids) {
+            let a = sids.acc(id, 12, Epoch::new(3, 9), Op::Write);
+            assert_eq!(
+                (a.tid, a.site, a.ctx, a.index),
+                (3, SiteId(s), CtxId(c), 12)
+            );
+        }
+    }
+
+    /// The compact sites of `W` and `R` share the cold word while `R` is an epoch;
+    /// `W`'s moves with the reads when they are shared, and stays theirs.
+    #[test]
+    fn the_write_site_follows_the_cold_word_into_the_shared_reads() {
+        let pool = ReadsPool::default();
+        let p = Pair::default();
+        let c = p.slot();
+        {
+            let lk = c.lock();
+            lk.set_w_sid(0x1234_5678);
+            lk.set_r_sid(0x0abc_def0);
+            lk.set_w_sid(0x0765_4321);
+            assert_eq!((lk.w_sid(), lk.r_sid()), (0x0765_4321, 0x0abc_def0));
+        }
+        c.hot.r.store(Epoch::new(1, 4).pack(), Relaxed);
+        c.lock()
+            .set_shared(&pool, &[(1, 4, acc(1)), (2, 5, acc(2))]);
+        let lk = c.lock();
+        assert_eq!(lk.w_sid(), 0x0765_4321);
+        lk.set_w_sid(42);
+        assert_eq!(lk.shared().unwrap().w_sid().load(Relaxed), 42);
+        drop(lk);
+        // Growth (thread 6) copies it.
+        c.lock().set_shared(&pool, &[(6, 1, acc(6))]);
+        assert_eq!(c.lock().w_sid(), 42);
+        assert_eq!(shared_clock(clock_ptr(c), 2), 5);
     }
 
     #[test]

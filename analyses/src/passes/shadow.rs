@@ -43,7 +43,8 @@ type Leaf<C> = AtomicPtr<C>;
 /// `key → &C`, every cell created by `C::default()` on first touch of its leaf.
 pub struct PageTable<C> {
     top: Box<[AtomicPtr<Leaf<C>>]>,
-    /// Keys the leaves cannot index, each with a cell and its cold twin.
+    /// Keys the leaves cannot index, each with a cell and (in a table with cold
+    /// words) a second one whose first half is its cold word.
     overflow: Mutex<HashMap<u64, Box<[C; 2]>>>,
     /// Leaves come from zeroed allocations ([`PageTable::zeroed`]).
     zeroed: bool,
@@ -64,6 +65,8 @@ pub unsafe trait Zeroed: Default {}
 
 // SAFETY: an atomic integer's zero bytes are the value 0, its default.
 unsafe impl Zeroed for std::sync::atomic::AtomicU64 {}
+// SAFETY: as for `AtomicU64`.
+unsafe impl Zeroed for std::sync::atomic::AtomicU32 {}
 
 impl<C: Default> Default for PageTable<C> {
     fn default() -> Self {
@@ -105,31 +108,38 @@ impl<C: Zeroed> PageTable<C> {
     }
 }
 
-impl<C: Default> PageTable<C> {
-    /// This table with a cold cell for every key beside its (hot) cell: a leaf holds
-    /// its [`LEAF`] hot cells first and the cold ones after a gap, so the cold cell
-    /// of a key in the leaves is exactly [`cold_offset`] bytes after its hot one (an
-    /// address generated code can compute), and the hot cells of neighbouring keys
-    /// share cache lines with no cold state between them. A committed table commits only the hot half; a cold
-    /// page becomes resident when a cell on it is first written.
+impl<C: Zeroed> PageTable<C> {
+    /// This zeroed table with a *cold* word for every key beside its (hot) cell, of
+    /// half the cell's size: a leaf holds its [`LEAF`] hot cells first and then the
+    /// [`LEAF`] cold words, so the cold word of the key with index `li` in a leaf
+    /// is [`cold_base`]`(size) + li * size / 2` bytes from the leaf's start (an
+    /// address generated code can compute from the hot cell's and the key), and the
+    /// hot cells of neighbouring keys share cache lines with no cold state between
+    /// them. A committed table commits only the hot half; a cold page becomes
+    /// resident when a word on it is first written.
     pub fn with_cold(mut self) -> Self {
+        self.zeroed = true;
         self.cold = true;
         self
     }
 }
 
-/// Bytes from a hot cell of a [`PageTable::with_cold`] leaf to its cold twin, for
-/// cells of `size` bytes.
-pub const fn cold_offset(size: usize) -> usize {
-    COLD_AT * size
+/// Bytes from the start of a [`PageTable::with_cold`] leaf of cells of `size`
+/// bytes to its cold half. The cold word of the key with index `li` in the leaf is
+/// `size / 2` bytes per index after it: `hot + cold_base(size) - li * size / 2`
+/// from the key's hot cell. Where the hot half's stores and the cold half's fall a
+/// multiple of 4 KiB apart ("4K aliasing") depends on `li`: one key in 512 for
+/// 16-byte cells.
+pub const fn cold_base(size: usize) -> usize {
+    LEAF * size
 }
 
-/// Cells from the start of a leaf with cold cells to its first cold cell: the hot
-/// cells, then a gap of 33 cache lines of 16-byte cells, so that a cold cell is
-/// never a multiple of 4 KiB from its hot one (the processor would take a load of
-/// one after a store to the other as possibly the same address, "4K aliasing") and
-/// the two fall in different cache sets.
-const COLD_AT: usize = LEAF + 132;
+/// Whether `key` is direct-mapped (8-aligned, below [`DIRECT_LIMIT`]); any other key
+/// lives in the overflow map.
+#[inline]
+fn direct(key: u64) -> bool {
+    key & 7 == 0 && key < DIRECT_LIMIT
+}
 
 /// Load `slot`, installing a fresh `make()` array of `n` elements if it is null (the
 /// loser of a race frees its array).
@@ -223,15 +233,15 @@ unsafe fn free<E>(p: *mut E, n: usize) {
 }
 
 impl<C: Default> PageTable<C> {
-    /// Cells per leaf, the cold half included.
+    /// Cells per leaf, the cold half (half a cell per key) included.
     fn leaf_len(&self) -> usize {
-        if self.cold { COLD_AT + LEAF } else { LEAF }
+        if self.cold { LEAF + LEAF / 2 } else { LEAF }
     }
 
     /// The cell of `key`.
     #[inline]
     pub fn get(&self, key: u64) -> &C {
-        if key & 7 != 0 || key >= DIRECT_LIMIT {
+        if !direct(key) {
             return &self.get_overflow(key)[0];
         }
         let (leaf, li) = self.leaf(key);
@@ -266,19 +276,43 @@ impl<C: Default> PageTable<C> {
         (leaf, li)
     }
 
-    /// The cell of `key` and its cold twin ([`PageTable::with_cold`]; the cold
-    /// cell of a direct-mapped key is [`cold_offset`] bytes after the hot one).
+    /// The cell of `key` and its cold word, read as a `K` of half the cell's size
+    /// ([`PageTable::with_cold`], [`cold_base`]).
     #[inline]
-    pub fn pair(&self, key: u64) -> (&C, &C) {
+    pub fn pair<K: Zeroed>(&self, key: u64) -> (&C, &K) {
+        const { Self::assert_cold::<K>() };
         debug_assert!(self.cold, "a table without cold cells");
-        if key & 7 != 0 || key >= DIRECT_LIMIT {
+        if !direct(key) {
             let [hot, cold] = self.get_overflow(key);
-            return (hot, cold);
+            // SAFETY: `cold` is a zeroed-default `C` no one else reads as a `C`, and
+            // its first `size_of::<K>()` bytes, suitably aligned (`assert_cold`), are
+            // the key's cold word; all-zero bytes are a valid `K` (`Zeroed`), and
+            // both hold only atomics.
+            return (hot, unsafe { &*(cold as *const C as *const K) });
         }
         let (leaf, li) = self.leaf(key);
-        // SAFETY: a leaf of a table with cold cells has `2 * LEAF` cells (`leaf_len`)
-        // and `li < LEAF`.
-        unsafe { (&*leaf.add(li), &*leaf.add(COLD_AT + li)) }
+        // SAFETY: a leaf of a table with cold cells has `LEAF + LEAF / 2` cells
+        // (`leaf_len`), its cold half `LEAF` words of `size_of::<C>() / 2` bytes
+        // from `cold_base`, zeroed (`with_cold`), and `li < LEAF`.
+        unsafe { (&*leaf.add(li), &*Self::cold_at(leaf, li)) }
+    }
+
+    /// The `li`th cold word of a leaf of a table with cold cells.
+    #[inline]
+    fn cold_at<K>(leaf: *mut C, li: usize) -> *const K {
+        let base = cold_base(std::mem::size_of::<C>());
+        // Inside the leaf's allocation (`pair`'s safety argument).
+        leaf.cast::<u8>()
+            .wrapping_add(base + li * std::mem::size_of::<K>())
+            .cast::<K>()
+    }
+
+    /// A cold word `K` is half a cell and no more aligned than its size, so that the
+    /// cold half of a leaf (and an overflow key's second cell) holds one per key.
+    const fn assert_cold<K>() {
+        assert!(2 * std::mem::size_of::<K>() == std::mem::size_of::<C>());
+        assert!(std::mem::align_of::<K>() <= std::mem::size_of::<K>());
+        assert!(std::mem::align_of::<K>() <= std::mem::align_of::<C>());
     }
 
     /// The cells of `key`, `key + 8`, … up to the end of its leaf (one cell for a
@@ -286,7 +320,7 @@ impl<C: Default> PageTable<C> {
     /// with one walk.
     #[inline]
     pub fn run(&self, key: u64) -> &[C] {
-        if key & 7 != 0 || key >= DIRECT_LIMIT {
+        if !direct(key) {
             return std::slice::from_ref(&self.get_overflow(key)[0]);
         }
         let (leaf, li) = self.leaf(key);
@@ -295,20 +329,23 @@ impl<C: Default> PageTable<C> {
         unsafe { std::slice::from_raw_parts(leaf.add(li), LEAF - li) }
     }
 
-    /// [`PageTable::run`] with the cold twins, as two slices of equal length.
+    /// [`PageTable::run`] with the cold words ([`PageTable::pair`]), as two slices
+    /// of equal length.
     #[inline]
-    pub fn run_pair(&self, key: u64) -> (&[C], &[C]) {
+    pub fn run_pair<K: Zeroed>(&self, key: u64) -> (&[C], &[K]) {
+        const { Self::assert_cold::<K>() };
         debug_assert!(self.cold, "a table without cold cells");
-        if key & 7 != 0 || key >= DIRECT_LIMIT {
-            let [hot, cold] = self.get_overflow(key);
+        if !direct(key) {
+            let (hot, cold) = self.pair::<K>(key);
             return (std::slice::from_ref(hot), std::slice::from_ref(cold));
         }
         let (leaf, li) = self.leaf(key);
-        // SAFETY: as in `run`, and the cold half of a leaf with cold cells.
+        // SAFETY: as in `run`, and `LEAF - li` cold words from `li` in the cold half
+        // (`pair`).
         unsafe {
             (
                 std::slice::from_raw_parts(leaf.add(li), LEAF - li),
-                std::slice::from_raw_parts(leaf.add(COLD_AT + li), LEAF - li),
+                std::slice::from_raw_parts(Self::cold_at(leaf, li), LEAF - li),
             )
         }
     }
@@ -316,7 +353,7 @@ impl<C: Default> PageTable<C> {
     /// The cell of `key` if its leaf exists (never creates one).
     #[inline]
     pub fn peek(&self, key: u64) -> Option<&C> {
-        if key & 7 != 0 || key >= DIRECT_LIMIT {
+        if !direct(key) {
             let map = self.overflow.lock();
             let cell: *const C = &map.get(&key)?[0];
             // SAFETY: as in `get_overflow`.
@@ -432,7 +469,7 @@ impl<C> Drop for PageTable<C> {
             if mid.is_null() {
                 continue;
             }
-            let n = if self.cold { COLD_AT + LEAF } else { LEAF };
+            let n = if self.cold { LEAF + LEAF / 2 } else { LEAF };
             for mi in 0..1usize << MID_BITS {
                 // SAFETY: installed by `install` with length `n`; dropped once here.
                 unsafe { free((*mid.add(mi)).load(Ordering::Acquire), n) };
@@ -632,12 +669,13 @@ mod tests {
         assert_eq!(nonzero, keys.len());
     }
 
-    /// Each key of a table with cold cells has a hot cell and a cold one of its own,
-    /// the cold one `cold_offset` bytes after the hot one for a direct key (what
-    /// generated code computes); `run_pair` gives the pairs `pair` gives; the walks
-    /// see the hot cells only.
+    /// Each key of a table with cold cells has a hot cell and a cold word of half its
+    /// size of its own, for a direct key at `cold_base - li * 4` bytes from the hot
+    /// one (what generated code computes); `run_pair` gives the pairs `pair` gives;
+    /// the walks see the hot cells only.
     #[test]
-    fn cold_cells_are_each_keys_own_at_a_fixed_offset() {
+    fn cold_words_are_each_keys_own_at_the_offset_generated_code_computes() {
+        use std::sync::atomic::AtomicU32;
         for t in [
             PageTable::<AtomicU64>::default().with_cold(),
             PageTable::zeroed().with_cold(),
@@ -646,25 +684,27 @@ mod tests {
             let mut keys: Vec<u64> = (0..3 * LEAF as u64).step_by(89).map(|w| w * 8).collect();
             keys.extend([1 << 40, 1_000_001, DIRECT_LIMIT, u64::MAX]);
             for (i, &k) in keys.iter().enumerate() {
-                let (hot, cold) = t.pair(k);
+                let (hot, cold) = t.pair::<AtomicU32>(k);
                 assert!(std::ptr::eq(hot, t.get(k)), "key {k}");
-                if k & 7 == 0 && k < DIRECT_LIMIT {
-                    let off = cold as *const AtomicU64 as usize - hot as *const AtomicU64 as usize;
-                    assert_eq!(off, cold_offset(8), "key {k}");
-                    assert_ne!(off % 4096, 0, "no 4K aliasing");
+                if direct(k) {
+                    let li = (k >> 3) as usize & (LEAF - 1);
+                    let at = hot as *const AtomicU64 as usize + cold_base(8) - li * 4;
+                    assert_eq!(cold as *const AtomicU32 as usize, at, "key {k}");
                 }
+                assert_eq!(cold.load(Ordering::Relaxed), 0, "key {k}: zeroed");
                 hot.store(i as u64 + 1, Ordering::Relaxed);
-                cold.store(!(i as u64), Ordering::Relaxed);
+                cold.store(!(i as u32), Ordering::Relaxed);
             }
             for (i, &k) in keys.iter().enumerate() {
-                let (hot, cold) = t.pair(k);
+                let (hot, cold) = t.pair::<AtomicU32>(k);
                 assert_eq!(hot.load(Ordering::Relaxed), i as u64 + 1, "key {k}");
-                assert_eq!(cold.load(Ordering::Relaxed), !(i as u64), "key {k}");
-                let (hots, colds) = t.run_pair(k);
+                assert_eq!(cold.load(Ordering::Relaxed), !(i as u32), "key {k}");
+                let (hots, colds) = t.run_pair::<AtomicU32>(k);
                 assert_eq!(hots.len(), colds.len());
                 assert!(std::ptr::eq(&hots[0], hot) && std::ptr::eq(&colds[0], cold));
-                if k & 7 == 0 && k < DIRECT_LIMIT && hots.len() > 1 {
-                    assert!(std::ptr::eq(&colds[1], t.pair(k + 8).1), "key {k}");
+                if direct(k) && hots.len() > 1 {
+                    let next = t.pair::<AtomicU32>(k + 8).1;
+                    assert!(std::ptr::eq(&colds[1], next), "key {k}");
                 }
             }
             let mut seen = 0;

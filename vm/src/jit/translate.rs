@@ -61,6 +61,8 @@ enum Filtering {
 /// or go on.
 struct ExclusiveAt {
     cell: Value,
+    /// The cell's key (its cold word's place follows from it, `cold_word`).
+    key: Value,
     e: Value,
     site: SiteId,
     entry: usize,
@@ -306,6 +308,12 @@ fn cl_type(t: &IrType) -> Option<types::Type> {
 
 /// Guest heap words: aligned and, after the inline null/bounds checks, non-trapping.
 /// Relaxed atomic semantics (see the module doc).
+/// Whether the inline exclusive rules may store `site`'s compact form (with a
+/// context that has one, tested at run time): `analyses::pass::fasttrack_sid`.
+fn has_sid(site: SiteId) -> bool {
+    analyses::pass::fasttrack_sid(site.0, 0).is_some()
+}
+
 fn heap_mem() -> MemFlagsData {
     MemFlagsData::trusted()
 }
@@ -834,8 +842,11 @@ impl<'a, 'b> Translator<'a, 'b> {
         } else {
             None
         };
-        let pair = pairable.filter(|_| {
+        // Both sites with a compact form (the exclusive rule stores it).
+        let pair = pairable.filter(|plan| {
             check.is_some_and(|c| c.exclusive)
+                && has_sid(site)
+                && has_sid(plan.site)
                 && !(tests.iter().any(|t| t.1) && self.may_run_in_capsule_call())
         });
         let pair = pair.map(|plan| {
@@ -1099,9 +1110,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     ) {
         use analyses::pass::{
             FASTTRACK_CELL_BYTES as CELL, FASTTRACK_DIRECT_BITS as DIRECT, FASTTRACK_R_OFF,
-            FASTTRACK_R_SITE_OFF, FASTTRACK_READ_KEY_OFF, FASTTRACK_READ_MASK_OFF,
-            FASTTRACK_SHARED_TAG as TAG, FASTTRACK_W_OFF, GUARD_CELL_BYTES, GUARD_OUTSIDE,
-            GUARD_PAIR_TAG, GUARD_SHARED_TAG,
+            FASTTRACK_READ_KEY_OFF, FASTTRACK_READ_MASK_OFF, FASTTRACK_SHARED_TAG as TAG,
+            FASTTRACK_W_OFF, GUARD_CELL_BYTES, GUARD_OUTSIDE, GUARD_PAIR_TAG, GUARD_SHARED_TAG,
         };
         let m = MemFlagsData::trusted();
         self.b.set_cold_block(call);
@@ -1260,8 +1270,11 @@ impl<'a, 'b> Translator<'a, 'b> {
         let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
         let e = self.b.ins().load(I64, m, ep, 0);
         let hit = self.b.create_block();
+        // The exclusive rules store the site's compact form: only where it has one.
+        let exclusive = c.exclusive && has_sid(site);
         let excl = ExclusiveAt {
             cell,
+            key,
             e,
             site,
             entry,
@@ -1277,26 +1290,18 @@ impl<'a, 'b> Translator<'a, 'b> {
         if is_write {
             let wv = self.b.ins().load(I64, m, cell, FASTTRACK_W_OFF);
             let same = self.b.ins().icmp(IntCC::Equal, wv, e);
-            self.else_exclusive(c.exclusive.then_some(&excl), same, hit, call, wv, true);
+            self.else_exclusive(exclusive.then_some(&excl), same, hit, call, wv, true);
         } else {
             let rv = self.b.ins().load(I64, m, cell, FASTTRACK_R_OFF);
             let same = self.b.ins().icmp(IntCC::Equal, rv, e);
             let not_same = self.b.create_block();
             self.b.ins().brif(same, hit, &[], not_same, &[]);
             // [FT read shared same epoch]: R[t] == C_t(t) on the shared read clock
-            // `[n, R[0], …, R[n-1]]` (u32 each) the cold twin's tagged word points
-            // to.
+            // `[n, R[0], …, R[n-1]]` (u32 each) the cold word points to, tagged.
             self.b.switch_to_block(not_same);
             let tagged = self.b.ins().band_imm_s(rv, TAG as i64);
             let shared = self.b.create_block();
-            self.else_exclusive(
-                c.exclusive.then_some(&excl),
-                tagged,
-                shared,
-                call,
-                rv,
-                false,
-            );
+            self.else_exclusive(exclusive.then_some(&excl), tagged, shared, call, rv, false);
             // First the cache of recent readers in the tagged word itself:
             // `r & mask == key` with the thread's mask and key after its epoch
             // word. (`ep` loaded again: keeping it live from the top would take a
@@ -1304,15 +1309,16 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.switch_to_block(shared);
             let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
             let mask = self.b.ins().load(I64, m, ep, FASTTRACK_READ_MASK_OFF);
-            let key = self.b.ins().load(I64, m, ep, FASTTRACK_READ_KEY_OFF);
+            let want = self.b.ins().load(I64, m, ep, FASTTRACK_READ_KEY_OFF);
             let held = self.b.ins().band(rv, mask);
-            let cached = self.b.ins().icmp(IntCC::Equal, held, key);
+            let cached = self.b.ins().icmp(IntCC::Equal, held, want);
             let hit_shared = self.b.create_block();
             let walk_clock = self.b.create_block();
             self.b.ins().brif(cached, hit_shared, &[], walk_clock, &[]);
             self.b.switch_to_block(walk_clock);
             let tid = self.b.ins().ushr_imm_u(e, 32);
-            let clocks = self.b.ins().load(I64, m, cell, FASTTRACK_R_SITE_OFF);
+            let cold = self.cold_word(cell, key);
+            let clocks = self.b.ins().load(I64, m, cold, 0);
             let r_t = self.tagged_entry(clocks, TAG, tid, types::I32, call);
             let clock = self.b.ins().band_imm_s(e, u32::MAX as i64);
             let same = self.b.ins().icmp(IntCC::Equal, r_t, clock);
@@ -1488,8 +1494,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// `R` for a read).
     fn exclusive_rule(&mut self, at: &ExclusiveAt, first: Value, is_write: bool) {
         use analyses::pass::{
-            FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SITE_OFF, FASTTRACK_W_OFF,
-            FASTTRACK_W_SITE_OFF,
+            FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SID_OFF, FASTTRACK_SID_CTX_SHIFT,
+            FASTTRACK_W_OFF, FASTTRACK_W_SID_OFF,
         };
         let m = MemFlagsData::trusted();
         let call = at.call;
@@ -1511,7 +1517,15 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().brif(fine, yes, &[], call, &[]);
             self.b.switch_to_block(yes);
         }
+        // The context must be the stack's and have a compact form with the site:
+        // `ctx_word` is `ctx << 32`, and a context from 2^(31 - SHIFT) has none.
         let moved = self.ctx_moved();
+        let ctx = self.b.ins().load(I64, m, self.ctx, OFF_CTX_WORD);
+        let big = self
+            .b
+            .ins()
+            .ushr_imm_u(ctx, i64::from(32 + 31 - FASTTRACK_SID_CTX_SHIFT));
+        let moved = self.b.ins().bor(moved, big);
         let ctx_ok = self.b.create_block();
         self.b.ins().brif(moved, call, &[], ctx_ok, &[]);
         self.b.switch_to_block(ctx_ok);
@@ -1559,14 +1573,24 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().jump(call, &[]);
         self.b.switch_to_block(apply);
         // Plain stores, in program order (x86-64 keeps it): the site and `R` before
-        // the store of `W` that releases the lock, as `Locked`'s drop does.
-        let ctx = self.b.ins().load(I64, m, self.ctx, OFF_CTX_WORD);
-        let packed = self.b.ins().bor_imm_s(ctx, i64::from(at.site.0));
+        // the store of `W` that releases the lock, as `Locked`'s drop does. The
+        // compact site `site | ctx << SHIFT` (`analyses::pass::fasttrack_sid`) as a
+        // `u32` in its half of the cold word.
+        let ctx_sid = self
+            .b
+            .ins()
+            .ushr_imm_u(ctx, i64::from(32 - FASTTRACK_SID_CTX_SHIFT));
+        let cold = self.cold_word(at.cell, at.key);
+        let sid_of = |b: &mut FunctionBuilder, site: SiteId| {
+            let packed = b.ins().bor_imm_s(ctx_sid, i64::from(site.0));
+            b.ins().ireduce(types::I32, packed)
+        };
+        let sid = sid_of(&mut self.b, at.site);
         if is_write {
-            self.b.ins().store(m, packed, at.cell, FASTTRACK_W_SITE_OFF);
+            self.b.ins().store(m, sid, cold, FASTTRACK_W_SID_OFF);
             self.b.ins().store(m, at.e, at.cell, FASTTRACK_W_OFF);
         } else if let Some(p) = at.pair {
-            self.b.ins().store(m, packed, at.cell, FASTTRACK_R_SITE_OFF);
+            self.b.ins().store(m, sid, cold, FASTTRACK_R_SID_OFF);
             self.b.ins().store(m, at.e, at.cell, FASTTRACK_R_OFF);
             // The write's [write exclusive] too, unless `W` is already the thread's
             // epoch (then its own check finds [write same epoch]): `W ⪯ C_t` was
@@ -1581,8 +1605,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             let (alone, both) = (self.b.create_block(), self.b.create_block());
             self.b.ins().brif(apply, both, &[], alone, &[]);
             self.b.switch_to_block(both);
-            let packed = self.b.ins().bor_imm_s(ctx, i64::from(p.site.0));
-            self.b.ins().store(m, packed, at.cell, FASTTRACK_W_SITE_OFF);
+            let sid = sid_of(&mut self.b, p.site);
+            self.b.ins().store(m, sid, cold, FASTTRACK_W_SID_OFF);
             self.b.ins().store(m, at.e, at.cell, FASTTRACK_W_OFF);
             self.count_inline(p.entry, INLINE_EXCL, at.obj);
             let one = self.iconst(1);
@@ -1595,7 +1619,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.switch_to_block(alone);
             self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
         } else {
-            self.b.ins().store(m, packed, at.cell, FASTTRACK_R_SITE_OFF);
+            self.b.ins().store(m, sid, cold, FASTTRACK_R_SID_OFF);
             self.b.ins().store(m, at.e, at.cell, FASTTRACK_R_OFF);
             self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
         }
@@ -1678,6 +1702,18 @@ impl<'a, 'b> Translator<'a, 'b> {
         let li = self.b.ins().band_imm_s(w, ((1u64 << LEAF) - 1) as i64);
         let loff = self.b.ins().imul_imm_s(li, cell_bytes as i64);
         self.b.ins().iadd(leaf, loff)
+    }
+
+    /// The address of the cold word of FastTrack's hot cell at `cell` for the key
+    /// `key` (`analyses::pass::FASTTRACK_COLD_BASE`).
+    fn cold_word(&mut self, cell: Value, key: Value) -> Value {
+        use analyses::pass::{FASTTRACK_COLD_BASE, FASTTRACK_COLD_INDEX};
+        let back = self.b.ins().band_imm_s(key, FASTTRACK_COLD_INDEX as i64);
+        let base = self
+            .b
+            .ins()
+            .iadd_imm_s(cell, i64::from(FASTTRACK_COLD_BASE));
+        self.b.ins().isub(base, back)
     }
 
     // ------------------------------------------------------- method prologue
