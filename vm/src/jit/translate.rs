@@ -306,14 +306,14 @@ fn cl_type(t: &IrType) -> Option<types::Type> {
     }
 }
 
-/// Guest heap words: aligned and, after the inline null/bounds checks, non-trapping.
-/// Relaxed atomic semantics (see the module doc).
 /// Whether the inline exclusive rules may store `site`'s compact form (with a
 /// context that has one, tested at run time): `analyses::pass::fasttrack_sid`.
 fn has_sid(site: SiteId) -> bool {
     analyses::pass::fasttrack_sid(site.0, 0).is_some()
 }
 
+/// Guest heap words: aligned and, after the inline null/bounds checks, non-trapping.
+/// Relaxed atomic semantics (see the module doc).
 fn heap_mem() -> MemFlagsData {
     MemFlagsData::trusted()
 }
