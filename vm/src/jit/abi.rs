@@ -84,10 +84,16 @@ pub struct JitThread {
     /// left by 32 (a packed site's high half), as of the last
     /// [`JitThread::sync_stack`]; it is the context of the current stack while
     /// `depth == ctx_depth == frames_low` (no call from below `depth` since). The
-    /// inline exclusive rules store it with the access's site. `ctx_depth` is
-    /// `u64::MAX` when the chain does not take the context from the shadow stack.
+    /// inline exclusive rules store it with the access's site: SingleTrack's
+    /// sole-accessor rule as `site | ctx_word`, FastTrack's as its compact form
+    /// `site | ctx_sid` (`analyses::pass::fasttrack_sid`; `ctx_sid` is the
+    /// context shifted left by 16). `ctx_depth` is `u64::MAX` when the chain does not
+    /// take the context from the shadow stack, or when the context has no compact
+    /// form (a program with 2^15 contexts or more): the inline rules then leave the
+    /// access to the passes.
     pub ctx_word: u64,
     pub ctx_depth: u64,
+    pub ctx_sid: u64,
     /// Set by generated code right before an access hook's call when the chain's
     /// first `past_filters` passes (its inline filters) are known to forward the
     /// access (their header tests held); the runtime function takes it and delivers
@@ -135,6 +141,7 @@ pub const OFF_NESTED_WORD: i32 = offset_of!(JitThread, nested_word) as i32;
 static NO_NESTED_WORD: AtomicU64 = AtomicU64::new(0);
 pub const OFF_CTX_WORD: i32 = offset_of!(JitThread, ctx_word) as i32;
 pub const OFF_CTX_DEPTH: i32 = offset_of!(JitThread, ctx_depth) as i32;
+pub const OFF_CTX_SID: i32 = offset_of!(JitThread, ctx_sid) as i32;
 pub const OFF_PAST_FILTERS: i32 = offset_of!(JitThread, past_filters) as i32;
 
 /// Words per entry of [`JitThread::inline_drops`] and the offset of each part: the
@@ -208,6 +215,7 @@ impl JitThread {
                 .unwrap_or(NO_NESTED_WORD.as_ptr() as *const u64),
             ctx_word: 0,
             ctx_depth: u64::MAX,
+            ctx_sid: 0,
             past_filters: 0,
             seeded: rt.seeded,
             rt,
@@ -355,7 +363,16 @@ impl JitThread {
         self.frames_low = depth as u64;
         if let Some(ctx) = self.hook.tier_ctx() {
             self.ctx_word = u64::from(ctx) << 32;
-            self.ctx_depth = depth as u64;
+            match analyses::pass::fasttrack_sid(0, ctx) {
+                Some(sid) => {
+                    self.ctx_sid = u64::from(sid);
+                    self.ctx_depth = depth as u64;
+                }
+                None => {
+                    self.ctx_sid = 0;
+                    self.ctx_depth = u64::MAX;
+                }
+            }
         }
     }
 

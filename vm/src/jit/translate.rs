@@ -30,10 +30,10 @@ use crate::layout;
 
 use super::abi::{
     INLINE_COVERED, INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_PAST,
-    INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS, OFF_CAPSULE_WORD, OFF_CTX_DEPTH, OFF_CTX_WORD,
-    OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE, OFF_FRAMES, OFF_FRAMES_LOW, OFF_GUARD,
-    OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_NESTED_WORD, OFF_PAST_FILTERS, OFF_STEPS,
-    OFF_TID, inline_count, pack_frame,
+    INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS, OFF_CAPSULE_WORD, OFF_CTX_DEPTH, OFF_CTX_SID,
+    OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE, OFF_FRAMES, OFF_FRAMES_LOW,
+    OFF_GUARD, OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_NESTED_WORD, OFF_PAST_FILTERS,
+    OFF_STEPS, OFF_TID, inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -1317,8 +1317,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().brif(cached, hit_shared, &[], walk_clock, &[]);
             self.b.switch_to_block(walk_clock);
             let tid = self.b.ins().ushr_imm_u(e, 32);
-            let cold = self.cold_word(cell, key);
-            let clocks = self.b.ins().load(I64, m, cold, 0);
+            let (cold, base) = self.cold_word(cell, key);
+            let clocks = self.b.ins().load(I64, m, cold, base);
             let r_t = self.tagged_entry(clocks, TAG, tid, types::I32, call);
             let clock = self.b.ins().band_imm_s(e, u32::MAX as i64);
             let same = self.b.ins().icmp(IntCC::Equal, r_t, clock);
@@ -1494,8 +1494,8 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// `R` for a read).
     fn exclusive_rule(&mut self, at: &ExclusiveAt, first: Value, is_write: bool) {
         use analyses::pass::{
-            FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SID_OFF, FASTTRACK_SID_CTX_SHIFT,
-            FASTTRACK_W_OFF, FASTTRACK_W_SID_OFF,
+            FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SID_OFF, FASTTRACK_W_OFF,
+            FASTTRACK_W_SID_OFF,
         };
         let m = MemFlagsData::trusted();
         let call = at.call;
@@ -1517,15 +1517,9 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().brif(fine, yes, &[], call, &[]);
             self.b.switch_to_block(yes);
         }
-        // The context must be the stack's and have a compact form with the site:
-        // `ctx_word` is `ctx << 32`, and a context from 2^(31 - SHIFT) has none.
+        // The context must be the stack's (and so have a compact form: the runtime
+        // sets no depth for one that has none, `JitThread::ctx_sid`).
         let moved = self.ctx_moved();
-        let ctx = self.b.ins().load(I64, m, self.ctx, OFF_CTX_WORD);
-        let big = self
-            .b
-            .ins()
-            .ushr_imm_u(ctx, i64::from(32 + 31 - FASTTRACK_SID_CTX_SHIFT));
-        let moved = self.b.ins().bor(moved, big);
         let ctx_ok = self.b.create_block();
         self.b.ins().brif(moved, call, &[], ctx_ok, &[]);
         self.b.switch_to_block(ctx_ok);
@@ -1574,23 +1568,20 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.switch_to_block(apply);
         // Plain stores, in program order (x86-64 keeps it): the site and `R` before
         // the store of `W` that releases the lock, as `Locked`'s drop does. The
-        // compact site `site | ctx << SHIFT` (`analyses::pass::fasttrack_sid`) as a
+        // compact site `site | ctx << 16` (`analyses::pass::fasttrack_sid`) as a
         // `u32` in its half of the cold word.
-        let ctx_sid = self
-            .b
-            .ins()
-            .ushr_imm_u(ctx, i64::from(32 - FASTTRACK_SID_CTX_SHIFT));
-        let cold = self.cold_word(at.cell, at.key);
+        let ctx_sid = self.b.ins().load(I64, m, self.ctx, OFF_CTX_SID);
+        let (cold, base) = self.cold_word(at.cell, at.key);
         let sid_of = |b: &mut FunctionBuilder, site: SiteId| {
             let packed = b.ins().bor_imm_s(ctx_sid, i64::from(site.0));
             b.ins().ireduce(types::I32, packed)
         };
         let sid = sid_of(&mut self.b, at.site);
         if is_write {
-            self.b.ins().store(m, sid, cold, FASTTRACK_W_SID_OFF);
+            self.b.ins().store(m, sid, cold, base + FASTTRACK_W_SID_OFF);
             self.b.ins().store(m, at.e, at.cell, FASTTRACK_W_OFF);
         } else if let Some(p) = at.pair {
-            self.b.ins().store(m, sid, cold, FASTTRACK_R_SID_OFF);
+            self.b.ins().store(m, sid, cold, base + FASTTRACK_R_SID_OFF);
             self.b.ins().store(m, at.e, at.cell, FASTTRACK_R_OFF);
             // The write's [write exclusive] too, unless `W` is already the thread's
             // epoch (then its own check finds [write same epoch]): `W ⪯ C_t` was
@@ -1606,7 +1597,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().brif(apply, both, &[], alone, &[]);
             self.b.switch_to_block(both);
             let sid = sid_of(&mut self.b, p.site);
-            self.b.ins().store(m, sid, cold, FASTTRACK_W_SID_OFF);
+            self.b.ins().store(m, sid, cold, base + FASTTRACK_W_SID_OFF);
             self.b.ins().store(m, at.e, at.cell, FASTTRACK_W_OFF);
             self.count_inline(p.entry, INLINE_EXCL, at.obj);
             let one = self.iconst(1);
@@ -1619,7 +1610,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.switch_to_block(alone);
             self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
         } else {
-            self.b.ins().store(m, sid, cold, FASTTRACK_R_SID_OFF);
+            self.b.ins().store(m, sid, cold, base + FASTTRACK_R_SID_OFF);
             self.b.ins().store(m, at.e, at.cell, FASTTRACK_R_OFF);
             self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
         }
@@ -1704,16 +1695,13 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().iadd(leaf, loff)
     }
 
-    /// The address of the cold word of FastTrack's hot cell at `cell` for the key
-    /// `key` (`analyses::pass::FASTTRACK_COLD_BASE`).
-    fn cold_word(&mut self, cell: Value, key: Value) -> Value {
+    /// The cold word of FastTrack's hot cell at `cell` for the key `key`
+    /// (`analyses::pass::FASTTRACK_COLD_BASE`), as an address and the offset from it
+    /// (for the loads' and stores' immediate).
+    fn cold_word(&mut self, cell: Value, key: Value) -> (Value, i32) {
         use analyses::pass::{FASTTRACK_COLD_BASE, FASTTRACK_COLD_INDEX};
         let back = self.b.ins().band_imm_s(key, FASTTRACK_COLD_INDEX as i64);
-        let base = self
-            .b
-            .ins()
-            .iadd_imm_s(cell, i64::from(FASTTRACK_COLD_BASE));
-        self.b.ins().isub(base, back)
+        (self.b.ins().isub(cell, back), FASTTRACK_COLD_BASE)
     }
 
     // ------------------------------------------------------- method prologue
