@@ -314,6 +314,13 @@ fn has_sid(site: SiteId) -> bool {
 
 /// Guest heap words: aligned and, after the inline null/bounds checks, non-trapping.
 /// Relaxed atomic semantics (see the module doc).
+/// The flags of a load of a `JitThread` field that no one writes after the thread
+/// starts (its pointers, its id and its limits): such a load is pure, so Cranelift
+/// loads the field once per function and hoists it out of loops.
+fn thread_field_mem() -> MemFlagsData {
+    MemFlagsData::trusted().with_readonly().with_can_move()
+}
+
 fn heap_mem() -> MemFlagsData {
     MemFlagsData::trusted()
 }
@@ -511,7 +518,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.abort_ptr = self
             .b
             .ins()
-            .load(I64, MemFlagsData::trusted(), self.ctx, OFF_ABORT);
+            .load(I64, thread_field_mem(), self.ctx, OFF_ABORT);
         for _ in &func.blocks {
             let body = self.b.create_block();
             let head = if self.opts().count_steps {
@@ -721,7 +728,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn count_step(&mut self, site: SiteId) {
         let m = MemFlagsData::trusted();
         let steps = self.b.ins().load(I64, m, self.ctx, OFF_STEPS);
-        let max = self.b.ins().load(I64, m, self.ctx, OFF_MAX_STEPS);
+        let max = self.thread_field(OFF_MAX_STEPS);
         let over = self
             .b
             .ins()
@@ -1023,7 +1030,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             }
         }
         self.b.switch_to_block(open);
-        let p = self.b.ins().load(I64, m, self.ctx, OFF_CAPSULE_WORD);
+        let p = self.thread_field(OFF_CAPSULE_WORD);
         self.b.ins().load(I64, m, p, 0)
     }
 
@@ -1073,9 +1080,14 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     /// Add one to part `part` of the thread's inline counters for `entry`, and
     /// remember `obj` as the site's last object.
+    /// A field of the thread that no one writes after it starts ([`thread_field_mem`]).
+    fn thread_field(&mut self, off: i32) -> Value {
+        self.b.ins().load(I64, thread_field_mem(), self.ctx, off)
+    }
+
     fn count_inline(&mut self, entry: usize, part: usize, obj: Value) {
         let m = MemFlagsData::trusted();
-        let base = self.b.ins().load(I64, m, self.ctx, OFF_INLINE_DROPS);
+        let base = self.thread_field(OFF_INLINE_DROPS);
         let off = |part: usize| ((entry * INLINE_WORDS + part) * layout::WORD) as i32;
         let n = self.b.ins().load(I64, m, base, off(part));
         let n1 = self.b.ins().iadd_imm_s(n, 1);
@@ -1139,7 +1151,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let guard = c
             .guard
             .map(|analyses::pass::InlineGuard::Stamp { top, idle, sole }| {
-                let gp = self.b.ins().load(I64, m, self.ctx, OFF_GUARD);
+                let gp = self.thread_field(OFF_GUARD);
                 let word = self.b.ins().load(I64, m, gp, 0);
                 let guarded = self.b.create_block();
                 let was_idle = self.b.append_block_param(guarded, I64);
@@ -1267,7 +1279,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 (gp, was_idle)
             });
         let cell = self.shadow_cell(c.top, w, CELL, call);
-        let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
+        let ep = self.thread_field(OFF_EPOCH);
         let e = self.b.ins().load(I64, m, ep, 0);
         let hit = self.b.create_block();
         // The exclusive rules store the site's compact form: only where it has one.
@@ -1304,10 +1316,10 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.else_exclusive(exclusive.then_some(&excl), tagged, shared, call, rv, false);
             // First the cache of recent readers in the tagged word itself:
             // `r & mask == key` with the thread's mask and key after its epoch
-            // word. (`ep` loaded again: keeping it live from the top would take a
-            // register across the whole check, in the hottest loops.)
+            // word. (`ep` is a pure load, `thread_field`: Cranelift loads it once
+            // per function.)
             self.b.switch_to_block(shared);
-            let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
+            let ep = self.thread_field(OFF_EPOCH);
             let mask = self.b.ins().load(I64, m, ep, FASTTRACK_READ_MASK_OFF);
             let want = self.b.ins().load(I64, m, ep, FASTTRACK_READ_KEY_OFF);
             let held = self.b.ins().band(rv, mask);
@@ -1504,7 +1516,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             // (else the pass puts the check into its footprint).
             // (`JitThread::fine` is never null.)
             use analyses::pass::BIGFOOT_FINE_SLOTS;
-            let table = self.b.ins().load(I64, m, self.ctx, OFF_FINE);
+            let table = self.thread_field(OFF_FINE);
             let x = self.b.ins().ushr_imm_u(a, 3);
             let y = self.b.ins().ushr_imm_u(a, 15);
             let h = self.b.ins().bxor(x, y);
@@ -1544,7 +1556,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         // Else each of `W`, `R` own, none, or ordered before the thread by its
         // vector clock, decided by a small runtime function (no chain, no lock).
         self.b.switch_to_block(ordered);
-        let ep = self.b.ins().load(I64, m, self.ctx, OFF_EPOCH);
+        let ep = self.thread_field(OFF_EPOCH);
         let ok = self
             .call_rt(Rt::Ordered, &[ep, wv, rv])
             .expect("returns a word");
@@ -1759,7 +1771,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             // `Guest::enter_method`'s elision, inline: the receiver is the thread's
             // nested-call word.
             let m = MemFlagsData::trusted();
-            let p = self.b.ins().load(I64, m, self.ctx, OFF_NESTED_WORD);
+            let p = self.thread_field(OFF_NESTED_WORD);
             let w = self.b.ins().load(I64, m, p, 0);
             let same = self.b.ins().icmp(IntCC::Equal, w, params[0]);
             let elided = self.iconst(crate::rtops::ELIDED_FRAME as i64);
@@ -1865,7 +1877,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let v = self
                     .b
                     .ins()
-                    .load(I64, MemFlagsData::trusted(), self.ctx, OFF_TID);
+                    .load(I64, thread_field_mem(), self.ctx, OFF_TID);
                 self.def(*dst, v);
             }
             Inst::MonitorEnter { obj, site } => {
@@ -2355,7 +2367,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         }
         let m = MemFlagsData::trusted();
         let depth = self.b.ins().load(I64, m, self.ctx, OFF_DEPTH);
-        let max = self.b.ins().load(I64, m, self.ctx, OFF_MAX_DEPTH);
+        let max = self.thread_field(OFF_MAX_DEPTH);
         let over = self
             .b
             .ins()
@@ -2363,7 +2375,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let z = self.iconst(0);
         self.error_if(over, err::STACK_OVERFLOW, site, z, z);
         self.point();
-        let frames = self.b.ins().load(I64, m, self.ctx, OFF_FRAMES);
+        let frames = self.thread_field(OFF_FRAMES);
         let off = self.b.ins().ishl_imm_u(depth, 3);
         let slot = self.b.ins().iadd(frames, off);
         let packed = self.iconst(pack_frame(f, site) as i64);
@@ -2620,7 +2632,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         };
         let m = MemFlagsData::trusted();
         let at = (BIGFOOT_SITES_OFF + 8 * BIGFOOT_SITE_WORDS * slot) as i32;
-        let table = self.b.ins().load(I64, m, self.ctx, OFF_FINE);
+        let table = self.thread_field(OFF_FINE);
         let tests = [self.b.create_block(), self.b.create_block()];
         // The entry is the site's, of this generation: `tag | gen << 32`.
         let gen_ = self
@@ -2670,8 +2682,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         call: ir::Block,
         cont: ir::Block,
     ) {
-        let m = MemFlagsData::trusted();
-        let table = self.b.ins().load(I64, m, self.ctx, OFF_FINE);
+        let table = self.thread_field(OFF_FINE);
         let st = self.iconst(i64::from(step.max(1)));
         let which = self.iconst(i64::from(site.0) | i64::from(write) << 32);
         let ok = self
