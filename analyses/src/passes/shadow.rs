@@ -232,12 +232,14 @@ unsafe fn free<E>(p: *mut E, n: usize) {
     }
 }
 
-impl<C: Default> PageTable<C> {
+impl<C> PageTable<C> {
     /// Cells per leaf, the cold half (half a cell per key) included.
     fn leaf_len(&self) -> usize {
         if self.cold { LEAF + LEAF / 2 } else { LEAF }
     }
+}
 
+impl<C: Default> PageTable<C> {
     /// The cell of `key`.
     #[inline]
     pub fn get(&self, key: u64) -> &C {
@@ -469,7 +471,7 @@ impl<C> Drop for PageTable<C> {
             if mid.is_null() {
                 continue;
             }
-            let n = if self.cold { LEAF + LEAF / 2 } else { LEAF };
+            let n = self.leaf_len();
             for mi in 0..1usize << MID_BITS {
                 // SAFETY: installed by `install` with length `n`; dropped once here.
                 unsafe { free((*mid.add(mi)).load(Ordering::Acquire), n) };
