@@ -32,6 +32,12 @@ use crate::runtime::Runtime;
 use super::JitCode;
 
 /// One guest thread's state as generated code and the runtime functions see it.
+///
+/// `max_depth`, `max_steps`, `frames`, `abort`, `tid`, `inline_drops`, `epoch`,
+/// `guard`, `fine`, `capsule_word` and `nested_word` are set by [`JitThread::new`] and
+/// never written again: generated code loads them as pure values
+/// (`translate::thread_field_mem`, readonly and movable), once per function. A field
+/// that changes while the thread runs must not be added to that list.
 #[repr(C)]
 pub struct JitThread {
     /// Non-zero once this thread must unwind (error recorded or program stopping).

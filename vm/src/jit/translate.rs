@@ -312,15 +312,16 @@ fn has_sid(site: SiteId) -> bool {
     analyses::pass::fasttrack_sid(site.0, 0).is_some()
 }
 
-/// Guest heap words: aligned and, after the inline null/bounds checks, non-trapping.
-/// Relaxed atomic semantics (see the module doc).
 /// The flags of a load of a `JitThread` field that no one writes after the thread
-/// starts (its pointers, its id and its limits): such a load is pure, so Cranelift
-/// loads the field once per function and hoists it out of loops.
+/// starts (its pointers, its id and its limits; the list is on `JitThread`): such a
+/// load is pure, so Cranelift loads the field once per function and hoists it out of
+/// loops.
 fn thread_field_mem() -> MemFlagsData {
     MemFlagsData::trusted().with_readonly().with_can_move()
 }
 
+/// Guest heap words: aligned and, after the inline null/bounds checks, non-trapping.
+/// Relaxed atomic semantics (see the module doc).
 fn heap_mem() -> MemFlagsData {
     MemFlagsData::trusted()
 }
