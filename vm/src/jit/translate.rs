@@ -516,10 +516,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.vars.push(Slot::Var(v));
             }
         }
-        self.abort_ptr = self
-            .b
-            .ins()
-            .load(I64, thread_field_mem(), self.ctx, OFF_ABORT);
+        self.abort_ptr = self.thread_field(OFF_ABORT);
         for _ in &func.blocks {
             let body = self.b.create_block();
             let head = if self.opts().count_steps {
@@ -1079,13 +1076,13 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.switch_to_block(cont);
     }
 
-    /// Add one to part `part` of the thread's inline counters for `entry`, and
-    /// remember `obj` as the site's last object.
     /// A field of the thread that no one writes after it starts ([`thread_field_mem`]).
     fn thread_field(&mut self, off: i32) -> Value {
         self.b.ins().load(I64, thread_field_mem(), self.ctx, off)
     }
 
+    /// Add one to part `part` of the thread's inline counters for `entry`, and
+    /// remember `obj` as the site's last object.
     fn count_inline(&mut self, entry: usize, part: usize, obj: Value) {
         let m = MemFlagsData::trusted();
         let base = self.thread_field(OFF_INLINE_DROPS);
@@ -1875,10 +1872,7 @@ impl<'a, 'b> Translator<'a, 'b> {
                 self.fallible(Rt::Join, &[t], *site, None);
             }
             Inst::ThreadId { dst } => {
-                let v = self
-                    .b
-                    .ins()
-                    .load(I64, thread_field_mem(), self.ctx, OFF_TID);
+                let v = self.thread_field(OFF_TID);
                 self.def(*dst, v);
             }
             Inst::MonitorEnter { obj, site } => {
