@@ -1314,10 +1314,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.else_exclusive(exclusive.then_some(&excl), tagged, shared, call, rv, false);
             // First the cache of recent readers in the tagged word itself:
             // `r & mask == key` with the thread's mask and key after its epoch
-            // word. (`ep` is a pure load, `thread_field`: Cranelift loads it once
-            // per function.)
+            // word (at `ep`, the pure load above).
             self.b.switch_to_block(shared);
-            let ep = self.thread_field(OFF_EPOCH);
             let mask = self.b.ins().load(I64, m, ep, FASTTRACK_READ_MASK_OFF);
             let want = self.b.ins().load(I64, m, ep, FASTTRACK_READ_KEY_OFF);
             let held = self.b.ins().band(rv, mask);
