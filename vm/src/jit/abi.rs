@@ -92,11 +92,12 @@ pub struct JitThread {
     /// `depth == ctx_depth == frames_low` (no call from below `depth` since). The
     /// inline exclusive rules store it with the access's site: SingleTrack's
     /// sole-accessor rule as `site | ctx_word`, FastTrack's as its compact form
-    /// `site | ctx_sid` (`analyses::pass::fasttrack_sid`; `ctx_sid` is the
-    /// context shifted left by 16). `ctx_depth` is `u64::MAX` when the chain does not
-    /// take the context from the shadow stack, or when the context has no compact
-    /// form (a program with 2^15 contexts or more): the inline rules then leave the
-    /// access to the passes.
+    /// `site | ctx_sid` (`analyses::pass::fasttrack_sid`; `ctx_sid` is the context
+    /// shifted left by `analyses::pass::FASTTRACK_SID_CTX_SHIFT`). `ctx_depth` is
+    /// `u64::MAX` when the chain does not take the context from the shadow stack, or
+    /// when the context has no compact form (`fasttrack_sid` gives none: a program
+    /// with 2^15 contexts or more): the inline rules then leave the access to the
+    /// passes.
     pub ctx_word: u64,
     pub ctx_depth: u64,
     pub ctx_sid: u64,
