@@ -14,7 +14,15 @@ use crate::layout::{self, Kind};
 /// Bytes of one arena chunk. Blocks larger than a quarter of it get their own chunk.
 const CHUNK_BYTES: usize = 256 * 1024;
 
-/// The allocation would exceed `--max-heap` (or the host refused the memory).
+/// Every byte of the guest heap lies below this address, the end of the shadow
+/// tables' direct range (`analyses::pass::FASTTRACK_DIRECT_BITS`): generated code
+/// indexes those tables with a location's key (its address) without testing it
+/// (`jit::translate`, `same_epoch_check`). x86-64 Linux hands out user addresses
+/// below 2^47 unless a program asks for more; memory past it counts as refused.
+pub const KEY_LIMIT: u64 = 1 << analyses::pass::FASTTRACK_DIRECT_BITS;
+
+/// The allocation would exceed `--max-heap` (or the host refused the memory, or
+/// placed it past [`KEY_LIMIT`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeapFull;
 
@@ -58,6 +66,11 @@ impl Heap {
         // SAFETY: the layout has a non-zero size.
         let p = unsafe { std::alloc::alloc_zeroed(layout) } as usize;
         if p == 0 {
+            return Err(HeapFull);
+        }
+        if p as u64 + bytes as u64 > KEY_LIMIT {
+            // SAFETY: `p` was allocated just above with `layout`.
+            unsafe { std::alloc::dealloc(p as *mut u8, layout) };
             return Err(HeapFull);
         }
         self.chunks.lock().push((p, layout));

@@ -326,6 +326,7 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
             if !cfg.inline_detector {
                 options.inline_check = None;
             }
+            options.count_inline = cfg.stats;
             let code = match crate::jit::compile(&image, options) {
                 Ok(c) => Arc::new(c),
                 Err(e) => {

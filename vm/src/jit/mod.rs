@@ -85,6 +85,12 @@ pub struct JitOptions {
     /// which `--capsules` overrides): what `HeaderFilter::capsule_fields` and
     /// `HeaderFilter::capsule_calls` test. Empty without a chain.
     pub capsules: Vec<bool>,
+    /// Count what generated code decides inline (the thread's inline counters,
+    /// [`abi::JitThread::inline_drops`]). Those counts feed only the statistics
+    /// (`RunConfig::stats`: `--stats`, `--report`), so a run without them counts
+    /// nothing: a hit of an inline test then costs no load-add-store on its site's
+    /// counter. Warnings are the same either way.
+    pub count_inline: bool,
 }
 
 /// The detector's same-epoch test performed by generated code before an access hook
@@ -268,6 +274,7 @@ impl JitOptions {
                     .map(|c| env.is_capsule_class(c as u32))
                     .collect()
             }),
+            count_inline: true,
         }
     }
 
