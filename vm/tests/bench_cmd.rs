@@ -88,15 +88,22 @@ fn quick_sor_fasttrack_prints_the_tables() {
     }
     // No capsule chain, no capsule table.
     assert!(!stdout.contains("Capsule filter"), "{stdout}");
+    // The timed run, then its statistics run (`--report`), which times nothing.
     assert!(
-        stderr.contains("bench [2/2] rep 1/1 sor fasttrack"),
+        stderr.contains("bench [2/3] rep 1/1 sor fasttrack")
+            && stderr.contains("bench [3/3] statistics sor fasttrack"),
         "{stderr}"
     );
 
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json).expect("json written")).unwrap();
     let runs = doc["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2);
+    assert_eq!(runs.len(), 3);
+    let stats: Vec<bool> = runs.iter().map(|r| r["stats"].as_bool().unwrap()).collect();
+    assert_eq!(stats, [false, false, true]);
+    // Only the statistics run's report has the passes' counts.
+    assert!(runs[1]["report"]["passes"].as_array().unwrap().is_empty());
+    assert!(!runs[2]["report"]["passes"].as_array().unwrap().is_empty());
     assert!(runs.iter().all(|r| r["max_rss_kib"].as_u64().unwrap() > 0));
     let ft = &doc["summary"]["kernels"][0]["configs"][1];
     assert_eq!(ft["chain"], "fasttrack");
@@ -304,7 +311,9 @@ fn runs_past_the_limits_show_in_their_cells_and_the_bench_goes_on() {
     };
     assert_eq!(status("hog"), ["oom", "oom"], "{both}");
     assert_eq!(status("spin"), ["time_limit", "time_limit"], "{both}");
-    assert_eq!(status("tiny"), ["finished"; 4], "{both}");
+    // tiny's chain also runs once for its statistics; crash's does not (its timed run
+    // failed), nor those of the limited cells.
+    assert_eq!(status("tiny"), ["finished"; 5], "{both}");
     assert_eq!(status("crash"), ["finished"; 4], "{both}");
     assert_eq!(doc["skipped"].as_array().unwrap().len(), 4);
     assert_eq!(doc["failures"].as_array().unwrap().len(), 4);

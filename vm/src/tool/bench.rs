@@ -476,7 +476,10 @@ struct Measured {
 /// Run the whole plan. `Err(code)` aborts: the child could not run, or it rejected the
 /// command line (64) or the kernel (65).
 fn measure_all(plan: &Plan, exe: &Path, scratch: &Scratch) -> Result<Measured, i32> {
-    let total = u64::from(plan.reps) * plan.kernels.len() as u64 * plan.configs.len() as u64;
+    // Every configuration's runs, and one statistics run per chain and kernel.
+    let chains = plan.configs.len().saturating_sub(1) as u64;
+    let total = u64::from(plan.reps) * plan.kernels.len() as u64 * plan.configs.len() as u64
+        + plan.kernels.len() as u64 * chains;
     let mut progress = Progress::new(total);
     let mut samples = Vec::new();
     let mut skipped = Vec::new();
@@ -492,8 +495,28 @@ fn measure_all(plan: &Plan, exe: &Path, scratch: &Scratch) -> Result<Measured, i
             // bare run hit a limit, an earlier bare run's or `NAME.out`.
             let mut reference: Option<String> =
                 first_bare[ki].clone().or_else(|| expected[ki].clone());
-            for chain in plan.order(rep) {
-                let what = format!("rep {}/{} {kernel} {chain}", rep + 1, plan.reps);
+            // Each chain's timed run, then in the first repetition its statistics run
+            // (`--report`), whose numbers give the cell's check ratio, warnings and
+            // capsule categories; a timed run takes no statistics, so it pays for no
+            // counting (`RunConfig::stats`) and no census at the end, as `capvm run`
+            // without `--stats` or `--report`.
+            let runs = plan.order(rep).into_iter().flat_map(|c| {
+                let stats = rep == 0 && c != BARE;
+                std::iter::once((c, false)).chain(stats.then_some((c, true)))
+            });
+            // Whether the last timed run finished with no limit hit and no failure:
+            // only then does its statistics run follow.
+            let mut timed_ok = false;
+            for (chain, stats) in runs {
+                let what = match stats {
+                    false => format!("rep {}/{} {kernel} {chain}", rep + 1, plan.reps),
+                    true => format!("statistics {kernel} {chain}"),
+                };
+                if stats && !timed_ok {
+                    progress.done(&what, "not run: the timed run did not finish cleanly");
+                    continue;
+                }
+                timed_ok = false;
                 if let Some(&(first, status)) = hit.get(&(ki, chain)) {
                     let mark = status.mark(&plan.limits).unwrap_or_default();
                     progress.done(&what, &format!("skipped ({mark} in rep {})", first + 1));
@@ -507,14 +530,15 @@ fn measure_all(plan: &Plan, exe: &Path, scratch: &Scratch) -> Result<Measured, i
                     continue;
                 }
                 progress.start(&what);
-                let run = match run_child(exe, &file, chain, plan.tier, &plan.limits, scratch) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        progress.finish();
-                        say(&format!("error: cannot run {}: {e}", exe.display()));
-                        return Err(EXIT_RUNTIME);
-                    }
-                };
+                let run =
+                    match run_child(exe, &file, chain, plan.tier, &plan.limits, scratch, stats) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            progress.finish();
+                            say(&format!("error: cannot run {}: {e}", exe.display()));
+                            return Err(EXIT_RUNTIME);
+                        }
+                    };
                 let sample = Sample {
                     rep,
                     kernel: kernel.clone(),
@@ -524,6 +548,7 @@ fn measure_all(plan: &Plan, exe: &Path, scratch: &Scratch) -> Result<Measured, i
                     max_rss_kib: run.max_rss_kib,
                     exit: run.exit,
                     status: run.status,
+                    stats,
                     report: run
                         .report
                         .as_ref()
@@ -531,8 +556,12 @@ fn measure_all(plan: &Plan, exe: &Path, scratch: &Scratch) -> Result<Measured, i
                         .unwrap_or_default(),
                 };
                 if let Some(mark) = run.status.mark(&plan.limits) {
-                    // Killed: its output is partial and its exit code ours.
-                    hit.insert((ki, chain), (rep, run.status));
+                    // Killed: its output is partial and its exit code ours. (A limited
+                    // statistics run leaves the cell without statistics; its timed
+                    // runs go on.)
+                    if !stats {
+                        hit.insert((ki, chain), (rep, run.status));
+                    }
                     progress.done(
                         &what,
                         &format!(
@@ -604,7 +633,11 @@ fn measure_all(plan: &Plan, exe: &Path, scratch: &Scratch) -> Result<Measured, i
                         run.stdout
                     ));
                 }
-                for message in problems {
+                timed_ok = !stats && problems.is_empty();
+                for mut message in problems {
+                    if stats {
+                        message = format!("statistics run (--report): {message}");
+                    }
                     progress.say(&format!(
                         "bench: MISMATCH kernel {kernel}, chain {chain}, rep {}: {message}",
                         rep + 1

@@ -99,9 +99,10 @@ impl Drop for Scratch {
     }
 }
 
-/// Run `exe run file --tools chain --tier tier --report …` under `limits` and measure
-/// it. The child's stdout and stderr go to scratch files (no reader thread competes
-/// with it).
+/// Run `exe run file --tools chain --tier tier` under `limits` and measure it, with
+/// `--report …` when `stats` (the run then counts what it decides inline and takes
+/// the passes' statistics at its end). The child's stdout and stderr go to scratch
+/// files (no reader thread competes with it).
 pub fn run_child(
     exe: &Path,
     file: &Path,
@@ -109,6 +110,7 @@ pub fn run_child(
     tier: Tier,
     limits: &Limits,
     scratch: &Scratch,
+    stats: bool,
 ) -> io::Result<ChildRun> {
     let report = scratch.path("report.json");
     let out_path = scratch.path("stdout");
@@ -119,11 +121,11 @@ pub fn run_child(
     let mut cmd = Command::new(exe);
     cmd.arg("run")
         .arg(file)
-        .args(["--tools", chain, "--tier", &tier.to_string(), "--report"])
-        .arg(&report)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr);
+        .args(["--tools", chain, "--tier", &tier.to_string()]);
+    if stats {
+        cmd.arg("--report").arg(&report);
+    }
+    cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
     let m = measure(cmd, limits)?;
     let read = |p: &Path| {
         std::fs::read(p)

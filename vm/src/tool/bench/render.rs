@@ -258,6 +258,7 @@ mod tests {
             max_rss_kib: 2048,
             exit: Some(0),
             status: Status::Finished,
+            stats: false,
             report: ReportNumbers::from_report(&report),
         }
     }

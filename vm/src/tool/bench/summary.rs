@@ -138,6 +138,9 @@ pub struct Sample {
     pub exit: Option<i32>,
     /// Whether it ran to its end or hit a limit.
     pub status: Status,
+    /// A statistics run (`--report`): its numbers give the cell's statistics, its
+    /// times count in no median. A timed run takes no statistics.
+    pub stats: bool,
     pub report: ReportNumbers,
 }
 
@@ -286,10 +289,11 @@ pub fn summarize(samples: &[Sample], kernels: &[String], configs: &[String]) -> 
     for k in kernels {
         let mut cells: Vec<CellSummary> = Vec::new();
         for c in configs {
-            let runs: Vec<&Sample> = samples
+            let cell: Vec<&Sample> = samples
                 .iter()
                 .filter(|s| &s.kernel == k && &s.chain == c)
                 .collect();
+            let runs: Vec<&Sample> = cell.iter().copied().filter(|s| !s.stats).collect();
             if runs.is_empty() {
                 continue;
             }
@@ -299,7 +303,12 @@ pub fn summarize(samples: &[Sample], kernels: &[String], configs: &[String]) -> 
             let max_rss_kib = median(&col(|s| s.max_rss_kib as f64)).unwrap_or(0.0);
             let mut by_time = runs.clone();
             by_time.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
-            let mid = by_time[(by_time.len() - 1) / 2];
+            // The statistics: the cell's statistics run's if it finished, else (no
+            // such run) the median timed run's.
+            let mid = match cell.iter().find(|s| s.stats) {
+                Some(s) => (!s.status.limited()).then_some(*s),
+                None => Some(by_time[(by_time.len() - 1) / 2]),
+            };
             let status = if runs.iter().any(|s| s.status == Status::Oom) {
                 Status::Oom
             } else if runs.iter().any(|s| s.status == Status::TimeLimit) {
@@ -327,12 +336,14 @@ pub fn summarize(samples: &[Sample], kernels: &[String], configs: &[String]) -> 
                     .filter(|_| c != BARE)
                     .and_then(|b| ratio(max_rss_kib, b.max_rss_kib)),
                 check_ratio: mid
-                    .report
-                    .check_ratio()
-                    .or_else(|| bigfoot_check_ratio(mid, samples))
+                    .and_then(|m| {
+                        (m.report.check_ratio()).or_else(|| bigfoot_check_ratio(m, samples))
+                    })
                     .filter(|_| finished),
-                warnings: if finished { mid.report.warnings } else { 0 },
-                capsule: mid.report.capsule.clone().filter(|_| finished),
+                warnings: mid.filter(|_| finished).map_or(0, |m| m.report.warnings),
+                capsule: mid
+                    .and_then(|m| m.report.capsule.clone())
+                    .filter(|_| finished),
             });
         }
         out.push(KernelSummary {
@@ -476,6 +487,7 @@ mod tests {
             max_rss_kib: rss,
             exit: Some(0),
             status: Status::Finished,
+            stats: false,
             report: ReportNumbers::from_report(rep),
         }
     }
@@ -565,6 +577,38 @@ mod tests {
         let sum = summarize(&s, &["a".to_string()], &configs);
         assert_eq!(sum.cell("a", "fasttrack").unwrap().check_ratio, Some(1.0));
         assert_eq!(sum.cell("a", "bigfoot").unwrap().check_ratio, Some(0.32));
+    }
+
+    /// A cell's statistics come from its statistics run, whose time counts in no
+    /// median; a limited statistics run leaves the cell without them.
+    #[test]
+    fn statistics_come_from_the_statistics_run_and_times_from_the_timed_runs() {
+        let none = serde_json::json!({});
+        let rep = report(100, 50, 2, 0.5);
+        let mut s = vec![
+            sample("a", BARE, 1.0, 100, &none),
+            sample("a", "fasttrack", 3.0, 200, &none),
+            sample("a", "fasttrack", 5.0, 200, &none),
+            sample("a", "fasttrack", 4.0, 200, &none),
+            sample("a", "fasttrack", 40.0, 900, &rep),
+            sample("b", BARE, 1.0, 100, &none),
+            sample("b", "fasttrack", 2.0, 200, &none),
+            sample("b", "fasttrack", 60.0, 300, &rep),
+        ];
+        s[4].stats = true;
+        s[7].stats = true;
+        s[7].status = Status::TimeLimit;
+        let kernels: Vec<String> = ["a", "b"].map(String::from).to_vec();
+        let configs = vec![BARE.to_string(), "fasttrack".to_string()];
+        let sum = summarize(&s, &kernels, &configs);
+        let a = sum.cell("a", "fasttrack").unwrap();
+        assert_eq!((a.runs, a.slowdown, a.mem_ratio), (3, Some(4.0), Some(2.0)));
+        assert_eq!((a.check_ratio, a.warnings), (Some(0.5), 1));
+        assert!(a.capsule.is_some());
+        let b = sum.cell("b", "fasttrack").unwrap();
+        assert_eq!((b.status, b.slowdown), (Status::Finished, Some(2.0)));
+        assert_eq!((b.check_ratio, b.warnings), (None, 0));
+        assert!(b.capsule.is_none());
     }
 
     #[test]
