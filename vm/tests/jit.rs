@@ -1823,15 +1823,25 @@ class Main {
 /// A run that takes no statistics (`RunConfig::stats` false: no `--stats`, no
 /// `--report`) compiles its inline tests without their counters
 /// (`JitOptions::count_inline`): its warnings, output and errors are those of the run
-/// with statistics, over the corpus under the chains with inline filters, checks and
-/// rules, and its statistics are empty.
+/// with statistics, and its statistics are empty. Over the bugs and examples under a
+/// seeded schedule, and the small bench kernels (race-free, so their reports do not
+/// depend on the schedule) with the threads in parallel, where the read-write pairs
+/// apply too; under the chains with inline filters, checks and rules.
 #[test]
 fn inline_tests_without_counters_keep_every_warning() {
     let mut failures = Vec::new();
     let mut warned = 0;
-    let small_bench = corpus("bench")
+    let programs = corpus("bugs")
         .into_iter()
-        .filter(|p| !p.to_string_lossy().ends_with("_large.cj"));
+        .chain(corpus("examples"))
+        .map(|p| (p, SchedKind::Seeded(1)))
+        .chain(
+            corpus("bench")
+                .into_iter()
+                .filter(|p| !p.to_string_lossy().ends_with("_large.cj"))
+                .map(|p| (p, SchedKind::Os)),
+        );
+    let programs: Vec<(PathBuf, SchedKind)> = programs.collect();
     for tools in [
         "fasttrack",
         "escape:capsule:fasttrack",
@@ -1839,39 +1849,33 @@ fn inline_tests_without_counters_keep_every_warning() {
         "bigfoot",
         "escape:capsule:bigfoot",
     ] {
-        for p in corpus("bugs")
-            .into_iter()
-            .chain(corpus("examples"))
-            .chain(small_bench.clone())
-        {
-            let Some(prog) = compile_file(&p) else {
+        for (p, sched) in &programs {
+            let Some(prog) = compile_file(p) else {
                 continue;
             };
-            for seed in [1, 2] {
-                let cfg = |stats| RunConfig {
-                    tier: Tier::Jit,
-                    sched: SchedKind::Seeded(seed),
-                    tools: Some(tools.into()),
-                    stats,
-                    ..RunConfig::default()
-                };
-                let with = run_program(prog.clone(), &cfg(true)).expect("run");
-                let without = run_program(prog.clone(), &cfg(false)).expect("run");
-                let name = format!("{} {tools} seeded:{seed}", p.display());
-                if without.report["stats"] != serde_json::json!({}) {
-                    failures.push(format!("{name}: statistics without --stats"));
-                }
-                if with.report["warnings"] != without.report["warnings"] {
-                    failures.push(format!(
-                        "{name}: warnings {} with statistics, {} without",
-                        with.report["warnings"], without.report["warnings"]
-                    ));
-                }
-                if with.stdout != without.stdout || with.error_text != without.error_text {
-                    failures.push(format!("{name}: output or error differs"));
-                }
-                warned += with.warnings.len();
+            let cfg = |stats| RunConfig {
+                tier: Tier::Jit,
+                sched: *sched,
+                tools: Some(tools.into()),
+                stats,
+                ..RunConfig::default()
+            };
+            let with = run_program(prog.clone(), &cfg(true)).expect("run");
+            let without = run_program(prog.clone(), &cfg(false)).expect("run");
+            let name = format!("{} {tools} {sched:?}", p.display());
+            if without.report["stats"] != serde_json::json!({}) {
+                failures.push(format!("{name}: statistics without --stats"));
             }
+            if with.report["warnings"] != without.report["warnings"] {
+                failures.push(format!(
+                    "{name}: warnings {} with statistics, {} without",
+                    with.report["warnings"], without.report["warnings"]
+                ));
+            }
+            if with.stdout != without.stdout || with.error_text != without.error_text {
+                failures.push(format!("{name}: output or error differs"));
+            }
+            warned += with.warnings.len();
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
