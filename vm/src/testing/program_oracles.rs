@@ -125,7 +125,8 @@ pub fn filters_trace_precise(src: &str, seed: u64) -> Result<(), String> {
 /// Property 5: interpreter and JIT under `seeded:seed` give the same stdout, exit
 /// status, runtime error and event sequence (objects by their deterministic labels),
 /// and under each of [`INLINE_CHAINS`] the same report (warnings and statistics),
-/// the JIT with its inline same-epoch check on and off, and (chains with `capsule`)
+/// the JIT with its inline same-epoch check on and off (and the same warnings with
+/// no statistics taken, nothing counted inline), and (chains with `capsule`)
 /// the interpreter with every `Enter`/`Exit` delivered but for their counts. A
 /// program that forks no thread also runs on the JIT under the OS scheduler, where
 /// its read-write pairs apply (`jit::translate`'s `Pair`, never under a seed): the
@@ -196,6 +197,24 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
                     fb.report
                 ));
             }
+        }
+        // Without statistics the JIT's inline tests count nothing
+        // (`JitOptions::count_inline`): the same warnings and output.
+        let cfg = RunConfig {
+            tier: Tier::Jit,
+            sched: SchedKind::Seeded(seed),
+            max_steps: MAX_STEPS,
+            tools: Some(chain.to_string()),
+            capture_stdout: true,
+            stats: false,
+            ..RunConfig::default()
+        };
+        let fc = run_program(program.clone(), &cfg).map_err(|e| e.0)?;
+        if fa.report["warnings"] != fc.report["warnings"] || fa.stdout != fc.stdout {
+            d.push(format!(
+                "{chain} warnings (no statistics, nothing counted inline)\n--- interp\n{}\n--- jit\n{}",
+                fa.report["warnings"], fc.report["warnings"]
+            ));
         }
         if !forks {
             let cfg = RunConfig {
