@@ -148,33 +148,25 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
     // checks): the full
     // report, warnings and every pass's statistics, equals the interpreter's.
     for chain in INLINE_CHAINS {
-        let filtered = |tier, inline_detector| {
-            let cfg = RunConfig {
+        // A run of the chain on `tier` under `seeded:seed`, with `set` applied.
+        let run = |tier, set: &dyn Fn(&mut RunConfig)| {
+            let mut cfg = RunConfig {
                 tier,
                 sched: SchedKind::Seeded(seed),
                 max_steps: MAX_STEPS,
                 tools: Some(chain.to_string()),
                 capture_stdout: true,
-                inline_detector,
                 ..RunConfig::default()
             };
+            set(&mut cfg);
             run_program(program.clone(), &cfg).map_err(|e| e.0)
         };
-        let fa = filtered(Tier::Interp, true)?;
+        let fa = run(Tier::Interp, &|_| {})?;
         // Nested calls on the running capsule skip their `Enter`/`Exit`
         // (`Hook::elides_frames`): with all of them delivered, the report is the
         // same but for those events' counts.
         if chain.contains("capsule") {
-            let cfg = RunConfig {
-                tier: Tier::Interp,
-                sched: SchedKind::Seeded(seed),
-                max_steps: MAX_STEPS,
-                tools: Some(chain.to_string()),
-                capture_stdout: true,
-                elide_frames: false,
-                ..RunConfig::default()
-            };
-            let all = run_program(program.clone(), &cfg).map_err(|e| e.0)?;
+            let all = run(Tier::Interp, &|c| c.elide_frames = false)?;
             let (a, _) = without_frame_counts(&fa.report);
             let (b, _) = without_frame_counts(&all.report);
             if a != b {
@@ -188,7 +180,7 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
             }
         }
         for inline_detector in [true, false] {
-            let fb = filtered(Tier::Jit, inline_detector)?;
+            let fb = run(Tier::Jit, &|c| c.inline_detector = inline_detector)?;
             if fa.report != fb.report || fa.stdout != fb.stdout {
                 d.push(format!(
                     "{chain} report (inline same-epoch check {})\n--- interp\n{}\n--- jit\n{}",
@@ -200,16 +192,7 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
         }
         // Without statistics the JIT's inline tests count nothing
         // (`JitOptions::count_inline`): the same warnings and output.
-        let cfg = RunConfig {
-            tier: Tier::Jit,
-            sched: SchedKind::Seeded(seed),
-            max_steps: MAX_STEPS,
-            tools: Some(chain.to_string()),
-            capture_stdout: true,
-            stats: false,
-            ..RunConfig::default()
-        };
-        let fc = run_program(program.clone(), &cfg).map_err(|e| e.0)?;
+        let fc = run(Tier::Jit, &|c| c.stats = false)?;
         if fa.report["warnings"] != fc.report["warnings"] || fa.stdout != fc.stdout {
             d.push(format!(
                 "{chain} warnings (no statistics, nothing counted inline)\n--- interp\n{}\n--- jit\n{}",
@@ -217,15 +200,7 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
             ));
         }
         if !forks {
-            let cfg = RunConfig {
-                tier: Tier::Jit,
-                sched: SchedKind::Os,
-                max_steps: MAX_STEPS,
-                tools: Some(chain.to_string()),
-                capture_stdout: true,
-                ..RunConfig::default()
-            };
-            let fo = run_program(program.clone(), &cfg).map_err(|e| e.0)?;
+            let fo = run(Tier::Jit, &|c| c.sched = SchedKind::Os)?;
             if fa.report != fo.report || fa.stdout != fo.stdout {
                 d.push(format!(
                     "{chain} report (one thread, OS scheduler)\n--- interp\n{}\n--- jit\n{}",
