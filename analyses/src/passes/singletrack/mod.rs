@@ -55,7 +55,7 @@
 //! pass in program order, after every synchronization event that happens before
 //! them (the producer's guarantee, `crate::chain`): each interleaving is the
 //! sequential processing of some trace consistent with the run. Memory: per location
-//! a stamp and a 16-byte record with the lock; a location touched only by its first
+//! a stamp and a one-word record with the lock; a location touched only by its first
 //! access inside a transaction keeps that access there, with no cell ([`first`]);
 //! any other has a cell (entries of finished transactions dropped at the next
 //! access; 48 bytes where it holds one transaction's write and one thread's read,
@@ -315,8 +315,8 @@ struct ThreadCopy {
     cf: CfView,
     inside: bool,
     last: Option<NodeId>,
-    /// The segment of the thread's cell-less first accesses.
-    segs: first::Segs,
+    /// The origins of the thread's cell-less first accesses.
+    origins: first::Origins,
     /// Read by generated code ([`InlineGuard::Stamp`]).
     guard: GuardWords,
 }
@@ -350,7 +350,7 @@ impl Default for ThreadCopy {
             cf: CfView::default(),
             inside: false,
             last: None,
-            segs: first::Segs::default(),
+            origins: first::Origins::default(),
             guard: GuardWords {
                 word: AtomicU64::new(GUARD_OUTSIDE),
                 idle: AtomicU64::new(0),
@@ -455,8 +455,8 @@ pub struct SingleTrack {
     /// Per location with more than a first access, its cell (reached under the
     /// location's lock in `recs`).
     cells: PageTable<packed::Slot>,
-    /// The segments cell-less first accesses point at ([`first::Segs`]).
-    segs: first::SegStore,
+    /// The origins cell-less first accesses point at ([`first::Origins`]).
+    origins: first::OriginStore,
     /// Per location, the stamp of the last access (see "Same epoch" in the module
     /// doc); 0 before any stamped access.
     stamps: PageTable<AtomicU64>,
@@ -507,7 +507,7 @@ impl SingleTrack {
             // Touched (locked) by every access that reaches the cell's rules, so its
             // pages are made resident once per leaf.
             recs: PageTable::zeroed_committed(),
-            segs: first::SegStore::default(),
+            origins: first::OriginStore::default(),
             stamps: PageTable::default(),
             live,
             checks: PageTable::default(),
@@ -867,7 +867,7 @@ impl SingleTrack {
             let s = self.next_stamp(loc, prev, word, write);
             if cur.clock != 0 && s == stamp_word(t.tid, cur.clock) + u64::from(write) {
                 let seg = first::Seg { xid, node: target };
-                held.set_first(copy.segs.get(seg, &self.segs), ev.site, t.ctx);
+                held.set_first(copy.origins.get(seg, ev.site, t.ctx, &self.origins));
             } else {
                 // SAFETY: under the location's lock (`held`).
                 let cell = unsafe { self.cells.get(loc.key()).get() };
@@ -883,6 +883,7 @@ impl SingleTrack {
         }
         // SAFETY: under the location's lock (`held`), which outlives `cell`.
         let cell = unsafe { self.cells.get(loc.key()).get() };
+        let had_cell = held.has_cell();
         held.move_to_cell(cell, prev);
         let (conflict, cycles) = {
             cell.with(|c| {
@@ -911,10 +912,16 @@ impl SingleTrack {
                 let s = self.next_stamp(loc, prev, word, write);
                 // Claimed at the thread's second epoch on the location in a row, not at
                 // its first access: most objects allocated in a transaction are touched
-                // in one epoch only, and an entry for them would cost for nothing.
+                // in one epoch only, and an entry for them would cost for nothing. Nor
+                // while the location's state was a first access alone (no cell before
+                // this access): a location written in one phase and read in the next
+                // (crypt's intermediate array, 12 M locations) is mostly done then, and
+                // the entry cost 32 bytes each for nothing; one that goes on (a grid
+                // point read and written in every phase) is claimed at its next epoch.
                 if plain
                     && ev.index == 0
                     && word < MIXED
+                    && had_cell
                     && s & !1 == word
                     && Self::own_earlier(prev, t.tid, copy)
                     && prev >> 32 < word >> 32
@@ -1105,6 +1112,73 @@ mod tests {
             };
             send(&st, &t, &mut *local, b);
         }
+    }
+
+    /// A location its thread writes in one epoch and reads in the next (crypt's
+    /// intermediate array) gets a cell at the read but no sole-accessor entry; one
+    /// the thread comes back to once more is claimed then. A second location, read
+    /// first and written in the same epoch, then read again in the next (a grid
+    /// point), is claimed at that read, its second epoch, as before.
+    #[test]
+    fn the_sole_accessor_is_claimed_only_once_the_location_has_a_cell() {
+        let st = fresh();
+        let t = ThreadState::new(0, crate::vc::VectorClock::new());
+        let mut local = st.thread_local();
+        let (phase, grid) = (
+            Loc {
+                obj: ObjId(1 << 20),
+                slot: 0,
+            },
+            Loc {
+                obj: ObjId(1 << 20),
+                slot: 1,
+            },
+        );
+        let owned = |l: Loc| {
+            st.sole
+                .peek(l.key())
+                .is_some_and(|s| s.owner.load(Relaxed) != 0)
+        };
+        let spec = Spec::Deterministic;
+        send(&st, &t, &mut *local, EventKind::Begin { spec });
+        let (barrier, parties) = (ObjId(1 << 21), 1);
+        let mut generation = 0;
+        let mut next_epoch = |local: &mut Local| {
+            for b in [
+                EventKind::BarrierEnter {
+                    barrier,
+                    generation,
+                    parties,
+                },
+                EventKind::BarrierExit {
+                    barrier,
+                    generation,
+                    parties,
+                },
+            ] {
+                send(&st, &t, local, b);
+            }
+            generation += 1;
+        };
+        let write = |loc| EventKind::Write { loc, value: None };
+        send(&st, &t, &mut *local, write(phase));
+        send(&st, &t, &mut *local, EventKind::Read { loc: grid });
+        send(&st, &t, &mut *local, write(grid));
+        next_epoch(&mut *local);
+        send(&st, &t, &mut *local, EventKind::Read { loc: phase });
+        send(&st, &t, &mut *local, EventKind::Read { loc: grid });
+        assert!(
+            st.recs.get(phase.key()).lock().has_cell(),
+            "the read's cell"
+        );
+        assert!(
+            !owned(phase),
+            "no entry for a location done after two phases"
+        );
+        assert!(owned(grid), "a grid point's second epoch claims it");
+        next_epoch(&mut *local);
+        send(&st, &t, &mut *local, write(phase));
+        assert!(owned(phase), "claimed at its third epoch");
     }
 
     /// A location's first access inside a transaction leaves no cell, only its
