@@ -6,7 +6,7 @@
 //! (`clock << 32 | tid << 1 | write`, which only a later access changes, under this
 //! lock); what the stamp lacks — the site, the call context, the transaction and its
 //! graph node — is named by the one-word [`Rec`] that holds the lock. The location's [`Cell`]
-//! (48 bytes) is built from both at its second access that changes anything, exactly
+//! (32 bytes) is built from both at its second access that changes anything, exactly
 //! as [`Packed::set_first`] would have built it at the first; locations nobody
 //! touches again never get one.
 //!
@@ -40,20 +40,21 @@ const CELL: u64 = 2;
 const ORIGIN: u64 = !7;
 
 /// The transaction and the graph node a thread's first accesses ran in.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(super) struct Seg {
     pub xid: Xid,
     pub node: Option<NodeId>,
 }
 
 /// What a cell-less first access keeps beside its stamp: its transaction and node,
-/// site and call context. Shared by a thread's first accesses with the same four.
+/// site and call context. Shared by a thread's first accesses with the same four,
+/// and by the cells whose write or read has them ([`super::packed`]).
 #[repr(align(8))]
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(super) struct Origin {
-    seg: Seg,
-    site: SiteId,
-    ctx: CtxId,
+    pub seg: Seg,
+    pub site: SiteId,
+    pub ctx: CtxId,
 }
 
 /// Per location: its lock, whether it has a cell, and the [`Origin`] of a cell-less
@@ -122,12 +123,10 @@ impl Held<'_> {
         let origin = (self.head & ORIGIN) as *const Origin;
         if !origin.is_null() {
             // SAFETY: a record's origin lives as long as the pass (`set_first`).
-            let o = unsafe { *origin };
             let tid = ((stamp & u64::from(u32::MAX)) >> 1) as Tid;
             let clock = std::num::NonZeroU32::new((stamp >> 32) as u32)
                 .expect("a kept first access's stamp has a clock");
-            let first = First::of(tid, clock, o.site, o.ctx, stamp & 1 != 0, o.seg.xid);
-            cell.set_first(first, o.seg.node);
+            cell.set_first(First::of(tid, clock, stamp & 1 != 0), origin);
         }
         self.head = CELL;
     }
@@ -146,18 +145,37 @@ impl Drop for Held<'_> {
 #[allow(clippy::vec_box)]
 pub(super) struct OriginStore(parking_lot::Mutex<Vec<Box<Origin>>>);
 
+impl OriginStore {
+    /// A new origin `o`, kept as long as the store.
+    /// How many origins were made.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.0.lock().len()
+    }
+
+    fn make(&self, o: Origin) -> *const Origin {
+        let b = Box::new(o);
+        let p: *const Origin = &*b;
+        self.0.lock().push(b);
+        p
+    }
+}
+
 /// Slots of [`Origins`]' direct-mapped front.
 const FRONT: usize = 64;
 
 /// A thread's [`Origin`]s for its current [`Seg`]: one per site and call context,
 /// made (and kept in the pass's [`OriginStore`]) at the first access that needs it,
-/// forgotten (not freed) when the segment changes.
+/// forgotten (not freed) when the segment changes; and the other origins its cells
+/// needed ([`Origins::intern`]), kept.
 #[derive(Default)]
 pub(super) struct Origins {
     seg: Option<Seg>,
     /// Direct-mapped by site and context, in front of `all`.
     front: Vec<(SiteId, CtxId, *const Origin)>,
     all: hashbrown::HashMap<(SiteId, CtxId), *const Origin>,
+    /// Origins of other segments, by value.
+    other: hashbrown::HashMap<Origin, *const Origin>,
 }
 
 // SAFETY: the pointers are to `Origin`s owned by the pass (immutable once made);
@@ -187,14 +205,27 @@ impl Origins {
         if s == site && c == ctx && !p.is_null() {
             return p;
         }
-        let p = *self.all.entry((site, ctx)).or_insert_with(|| {
-            let b = Box::new(Origin { seg, site, ctx });
-            let p: *const Origin = &*b;
-            store.0.lock().push(b);
-            p
-        });
+        let p = *self
+            .all
+            .entry((site, ctx))
+            .or_insert_with(|| store.make(Origin { seg, site, ctx }));
         self.front[slot] = (site, ctx, p);
         p
+    }
+
+    /// An origin equal to `o`: `hint` (the address of an origin, or 0) if it is
+    /// one, else the thread's origin for its current segment, or one of the others
+    /// it made, or a new one (kept in `store`).
+    #[inline]
+    pub(super) fn intern(&mut self, o: Origin, hint: u64, store: &OriginStore) -> *const Origin {
+        // SAFETY: a non-zero hint is the address of an origin in the store.
+        if hint != 0 && unsafe { *(hint as *const Origin) } == o {
+            return hint as *const Origin;
+        }
+        if self.seg == Some(o.seg) {
+            return self.get(o.seg, o.site, o.ctx, store);
+        }
+        *self.other.entry(o).or_insert_with(|| store.make(o))
     }
 }
 

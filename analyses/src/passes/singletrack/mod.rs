@@ -58,7 +58,7 @@
 //! a stamp and a one-word record with the lock; a location touched only by its first
 //! access inside a transaction keeps that access there, with no cell ([`first`]);
 //! any other has a cell (entries of finished transactions dropped at the next
-//! access; 48 bytes where it holds one transaction's write and one thread's read,
+//! access; 32 bytes where it holds one transaction's write and one thread's read,
 //! [`packed`]); plus a word per thread where reads are shared, and a [`Sole`] entry
 //! where a thread owned it; per live transaction a graph node.
 //!
@@ -315,7 +315,8 @@ struct ThreadCopy {
     cf: CfView,
     inside: bool,
     last: Option<NodeId>,
-    /// The origins of the thread's cell-less first accesses.
+    /// The origins of the thread's cell-less first accesses and of the cells it
+    /// packs.
     origins: first::Origins,
     /// Read by generated code ([`InlineGuard::Stamp`]).
     guard: GuardWords,
@@ -455,7 +456,8 @@ pub struct SingleTrack {
     /// Per location with more than a first access, its cell (reached under the
     /// location's lock in `recs`).
     cells: PageTable<packed::Slot>,
-    /// The origins cell-less first accesses point at ([`first::Origins`]).
+    /// The origins cell-less first accesses and packed cells point at
+    /// ([`first::Origins`]).
     origins: first::OriginStore,
     /// Per location, the stamp of the last access (see "Same epoch" in the module
     /// doc); 0 before any stamped access.
@@ -858,21 +860,22 @@ impl SingleTrack {
                 .sole
                 .peek(loc.key())
                 .is_none_or(|s| s.owner.load(Relaxed) == 0)
-            && let Some(first) = packed::First::new(&cur, write, tx.xid)
+            && let Some(first) = packed::First::new(&cur, write)
         {
             let xid = tx.xid;
             self.count_checks(t.tid, 1);
             let (target, cycles) = self.graph_step(t, copy, ev, loc, None, &[]);
             let word = copy.guard.word.load(Relaxed);
             let s = self.next_stamp(loc, prev, word, write);
+            let seg = first::Seg { xid, node: target };
+            let origin = copy.origins.get(seg, ev.site, t.ctx, &self.origins);
             if cur.clock != 0 && s == stamp_word(t.tid, cur.clock) + u64::from(write) {
-                let seg = first::Seg { xid, node: target };
-                held.set_first(copy.origins.get(seg, ev.site, t.ctx, &self.origins));
+                held.set_first(origin);
             } else {
                 // SAFETY: under the location's lock (`held`).
                 let cell = unsafe { self.cells.get(loc.key()).get() };
                 held.move_to_cell(cell, prev);
-                cell.set_first(first, target);
+                cell.set_first(first, origin);
             }
             stamp.store(s, Release);
             drop(held);
@@ -885,8 +888,14 @@ impl SingleTrack {
         let cell = unsafe { self.cells.get(loc.key()).get() };
         let had_cell = held.has_cell();
         held.move_to_cell(cell, prev);
+        // Out of `copy` while the closure below borrows it.
+        let mut origins = std::mem::take(&mut copy.origins);
+        let at = packed::Interner {
+            origins: &mut origins,
+            store: &self.origins,
+        };
         let (conflict, cycles) = {
-            cell.with(|c| {
+            cell.with(at, |c| {
                 if let Some(sole) = self.sole.peek(loc.key()) {
                     Self::fold_sole(c, sole);
                 }
@@ -932,6 +941,7 @@ impl SingleTrack {
                 (conflict, cycles)
             })
         };
+        copy.origins = origins;
         drop(held);
         if conflict.is_some() || !cycles.is_empty() {
             self.report(conflict.as_deref(), &cycles);

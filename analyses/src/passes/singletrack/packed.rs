@@ -1,67 +1,93 @@
-//! A location's [`Cell`] in 48 bytes (against 128 unpacked; its lock is in
+//! A location's [`Cell`] in 32 bytes (against 128 unpacked; its lock is in
 //! [`super::first::Rec`]).
 //!
 //! Most locations a transaction touches hold the state of that one transaction: a
 //! write, a read since, and the transaction's graph node as the writer and the
-//! reader. [`Packed`] keeps exactly that inline; any other state (two transactions'
-//! entries, reads of two threads, writer and reader in different nodes, a trace
-//! line to report, a thread id at or above 2^24) moves to a boxed
-//! [`Cell`] and stays there, so a location whose state alternates does not allocate
-//! at every change. A cell is worked on unpacked ([`Packed::with`]): the rules of
-//! [`super::cf`] and of the graph see the same [`Cell`] either way.
+//! reader. [`Packed`] keeps exactly that inline: per access its thread, flags and
+//! clock in one word, and its [`Origin`] — the transaction, the graph node (writer's
+//! or reader's), the site and the call context — as the address of an interned
+//! value, which all the locations a thread touches at one site in one transaction
+//! share ([`Origins::intern`]). Any other state (two transactions' entries, reads of
+//! two threads, a trace line to report, a thread id at or above 2^24) moves to a
+//! boxed [`Cell`] and stays there, so a location whose state alternates does not
+//! allocate at every change. A cell is worked on unpacked ([`Packed::with`]): the
+//! rules of [`super::cf`] and of the graph see the same [`Cell`] either way.
+//!
+//! Until 2026-12-02 the site, context, transaction and node were inline (48 bytes):
+//! crypt's intermediate array (12 M cells, each a write of one thread and a read of
+//! another) cost 187 MiB more under the default chain.
+
+use std::num::NonZeroU32;
 
 use super::Cell;
 use super::cf::{CfAccess, CfCell, CfSlim, Slim, Xid};
+use super::first::{Origin, OriginStore, Origins, Seg};
 use super::small::Small;
-use crate::event::Tid;
+use crate::ctx::CtxId;
+use crate::event::{SiteId, Tid};
 use crate::txgraph::NodeId;
 
-/// Bits of an access's thread word (`w[0]`, `r[0]`) above the thread id.
+/// Bits of an access's thread word (the low half of `w`, `r`) above the thread id.
 const PRESENT: u32 = 1 << 31;
 const VOLATILE: u32 = 1 << 30;
-/// `r[0]`: the graph's reader (whose thread is the read's, in `node`) is present.
-const READER: u32 = 1 << 29;
-/// `w[0]`: a conflict was reported in the transaction; the writer (in `node`) is
-/// present.
-const REPORTED: u32 = 1 << 29;
-const WRITER: u32 = 1 << 28;
-/// `r[0]`: `word` is a `Box<Cell>`, everything else unused.
-const BOXED: u32 = 1 << 28;
+/// `w`: the cell holds a transaction's entries (its id is in the origins).
+const TX: u32 = 1 << 29;
+/// `w`: a conflict was reported in the transaction.
+const REPORTED: u32 = 1 << 28;
+/// `r`: `ro` is a `Box<Cell>`, everything else unused.
+const BOXED: u32 = 1 << 29;
 const TID_LIMIT: Tid = 1 << 24;
 
 #[repr(C)]
 #[derive(Default)]
 pub(super) struct Packed {
-    /// The transaction's id plus one (0: no state of a transaction), or the address
-    /// of the boxed cell ([`BOXED`]).
-    word: u64,
-    /// The write and the read: thread word, clock, site, call context.
-    w: [u32; 4],
-    r: [u32; 4],
-    /// [`NodeId::to_bits`] of the writer, the reader, or both.
-    node: u64,
+    /// The write: its thread word (thread id, [`PRESENT`], [`VOLATILE`], and the
+    /// cell's [`TX`] and [`REPORTED`]) in the low half, its clock in the high half.
+    w: u64,
+    /// The address of the write side's [`Origin`]: the transaction, the writer's
+    /// node, the write's site and context (0: no write, no writer, or no state).
+    wo: u64,
+    /// The read: as `w` (the reader's thread id even without a read, for a
+    /// reader's node; [`BOXED`]).
+    r: u64,
+    /// The read side's [`Origin`]: the transaction, the reader's node, the read's
+    /// site and context (0: no read and no reader); or the address of the boxed
+    /// cell ([`BOXED`]).
+    ro: u64,
 }
 
-fn pack_access(a: Option<Slim>) -> [u32; 4] {
-    a.map_or([0; 4], |a| {
+fn thread_word(a: Option<Slim>) -> u64 {
+    a.map_or(0, |a| {
         let vol = if a.volatile { VOLATILE } else { 0 };
-        [a.tid | PRESENT | vol, a.clock.get(), a.site.0, a.ctx.0]
+        u64::from(a.tid | PRESENT | vol) | u64::from(a.clock.get()) << 32
     })
 }
 
-fn unpack_access(w: [u32; 4]) -> Option<Slim> {
-    (w[0] & PRESENT != 0).then(|| Slim {
-        tid: w[0] & (TID_LIMIT - 1),
-        clock: std::num::NonZeroU32::new(w[1]).expect("a stored clock is not 0"),
-        site: crate::event::SiteId(w[2]),
-        ctx: crate::ctx::CtxId(w[3]),
-        volatile: w[0] & VOLATILE != 0,
+/// The access of the thread word `word`, with its origin's site and context.
+fn unpack_access(word: u64, origin: Option<Origin>) -> Option<Slim> {
+    let f = word as u32;
+    (f & PRESENT != 0).then(|| {
+        let o = origin.expect("a stored access has an origin");
+        Slim {
+            tid: f & (TID_LIMIT - 1),
+            clock: NonZeroU32::new((word >> 32) as u32).expect("a stored clock is not 0"),
+            site: o.site,
+            ctx: o.ctx,
+            volatile: f & VOLATILE != 0,
+        }
     })
+}
+
+/// The origin at `addr` (0: none).
+fn origin_at(addr: u64) -> Option<Origin> {
+    // SAFETY: a cell's origins come from `Origins`, which keeps them as long as the
+    // pass (`OriginStore`); they are never changed.
+    (addr != 0).then(|| unsafe { *(addr as *const Origin) })
 }
 
 /// Whether the inline layout holds `s` with these graph entries: thread ids below
-/// [`TID_LIMIT`], the reader's thread the read's, one node for writer and reader.
-fn fits(s: &CfSlim, writer: Option<NodeId>, reader: Option<(Tid, NodeId)>) -> bool {
+/// [`TID_LIMIT`], the reader's thread the read's.
+fn fits(s: &CfSlim, reader: Option<(Tid, NodeId)>) -> bool {
     let tids = [
         s.write.map(|a| a.tid),
         s.read.map(|a| a.tid),
@@ -72,59 +98,30 @@ fn fits(s: &CfSlim, writer: Option<NodeId>, reader: Option<(Tid, NodeId)>) -> bo
             (Some(a), Some((u, _))) => a.tid == u,
             _ => true,
         }
-        && match (writer, reader) {
-            (Some(n), Some((_, m))) => n == m,
-            _ => true,
-        }
 }
 
 /// A location's first access, as [`Packed::set_first`] stores it: a plain access
-/// (no trace line) of a thread below [`TID_LIMIT`] inside transaction `tx`.
+/// (no trace line) of a thread below [`TID_LIMIT`] inside a transaction.
 pub(super) struct First {
-    access: [u32; 4],
+    word: u64,
     write: bool,
-    tx: Xid,
 }
 
 impl First {
-    pub(super) fn new(a: &CfAccess, write: bool, tx: Xid) -> Option<First> {
-        (a.tid < TID_LIMIT && a.event == 0).then(|| First {
-            access: pack_access(Some(Slim {
-                tid: a.tid,
-                // As `CfCell::access` stores it.
-                clock: std::num::NonZeroU32::new(a.clock).unwrap_or(std::num::NonZeroU32::MIN),
-                site: a.site,
-                ctx: a.ctx,
-                volatile: false,
-            })),
-            write,
-            tx,
-        })
+    /// `a`, if it has this form.
+    pub(super) fn new(a: &CfAccess, write: bool) -> Option<First> {
+        // As `CfCell::access` stores the clock.
+        let clock = NonZeroU32::new(a.clock).unwrap_or(NonZeroU32::MIN);
+        (a.tid < TID_LIMIT && a.event == 0).then(|| First::of(a.tid, clock, write))
     }
-}
 
-impl First {
     /// The first access of thread `tid` at `clock`, kept without a cell
     /// ([`super::first`]): the [`First`] that [`First::new`] made of it.
-    pub(super) fn of(
-        tid: Tid,
-        clock: std::num::NonZeroU32,
-        site: crate::event::SiteId,
-        ctx: crate::ctx::CtxId,
-        write: bool,
-        tx: Xid,
-    ) -> First {
+    pub(super) fn of(tid: Tid, clock: NonZeroU32, write: bool) -> First {
         debug_assert!(tid < TID_LIMIT);
         First {
-            access: pack_access(Some(Slim {
-                tid,
-                clock,
-                site,
-                ctx,
-                volatile: false,
-            })),
+            word: u64::from(tid | PRESENT) | u64::from(clock.get()) << 32,
             write,
-            tx,
         }
     }
 }
@@ -135,8 +132,8 @@ impl First {
 pub(super) struct Slot(std::cell::UnsafeCell<Packed>);
 
 // SAFETY: the cell is only reached through `Slot::get`, whose callers hold the
-// location's lock: one thread at a time, and `Packed` (plain words, or a `Box<Cell>`
-// it owns) may move between threads.
+// location's lock: one thread at a time, and `Packed` (plain words, addresses of
+// immutable origins, or a `Box<Cell>` it owns) may move between threads.
 unsafe impl Sync for Slot {}
 
 impl Slot {
@@ -152,76 +149,86 @@ impl Slot {
     }
 }
 
+/// Where a cell is packed: the working thread's origins and the pass's store.
+pub(super) struct Interner<'a> {
+    pub origins: &'a mut Origins,
+    pub store: &'a OriginStore,
+}
+
 impl Packed {
     fn boxed(&self) -> bool {
-        self.r[0] & BOXED != 0
+        self.r as u32 & BOXED != 0
     }
 
     /// No state at all: no transaction's entries, no graph nodes.
     pub(super) fn is_empty(&self) -> bool {
-        self.word == 0 && self.w == [0; 4] && self.r == [0; 4] && self.node == 0
+        self.w == 0 && self.wo == 0 && self.r == 0 && self.ro == 0
     }
 
     /// On an empty cell ([`Packed::is_empty`]): the state its first access `f`
-    /// leaves, running in graph node `node` (⊥: none). Exactly what
-    /// [`Packed::with`] leaves after the rules of `CfCell::access` and the graph's
-    /// step on the unpacked cell (the transaction's entry with the one access, the
-    /// node as the writer or as the thread's read), without unpacking.
-    pub(super) fn set_first(&mut self, f: First, node: Option<NodeId>) {
-        debug_assert!(self.is_empty());
-        let tid = f.access[0] & (TID_LIMIT - 1);
-        let slim = unpack_access(f.access);
-        let s = CfSlim {
-            tx: Some(f.tx),
-            reported: false,
-            write: slim.filter(|_| f.write),
-            read: slim.filter(|_| !f.write),
-        };
-        let (writer, reader) = match node {
-            Some(n) if f.write => (Some(n), None),
-            Some(n) => (None, Some((tid, n))),
-            None => (None, None),
-        };
-        self.put_inline(s, writer, reader);
+    /// leaves, running in the transaction and graph node (⊥: none) of `origin`, at
+    /// its site and context. Exactly what [`Packed::with`] leaves after the rules of
+    /// `CfCell::access` and the graph's step on the unpacked cell (the transaction's
+    /// entry with the one access, the node as the writer or as the thread's read),
+    /// without unpacking.
+    ///
+    /// `origin` is the address of an [`Origin`] from [`Origins`].
+    pub(super) fn set_first(&mut self, f: First, origin: *const Origin) {
+        debug_assert!(self.is_empty() && !origin.is_null());
+        if f.write {
+            self.w = f.word | u64::from(TX);
+            self.wo = origin as u64;
+        } else {
+            self.w = u64::from(TX);
+            self.r = f.word;
+            self.ro = origin as u64;
+        }
     }
 
-    /// Run `f` on the cell.
+    /// Run `f` on the cell; `at` interns the origins of what it changed.
     #[inline]
-    pub(super) fn with<R>(&mut self, f: impl FnOnce(&mut Cell) -> R) -> R {
+    pub(super) fn with<R>(&mut self, at: Interner<'_>, f: impl FnOnce(&mut Cell) -> R) -> R {
         if self.boxed() {
-            // SAFETY: a boxed `Packed` owns the `Box<Cell>` at `word` (see `put`).
-            return f(unsafe { &mut *(self.word as *mut Cell) });
+            // SAFETY: a boxed `Packed` owns the `Box<Cell>` at `ro` (see `put`).
+            return f(unsafe { &mut *(self.ro as *mut Cell) });
         }
+        let old = [self.wo, self.ro];
         let mut c = self.take();
         let out = f(&mut c);
-        self.put(c);
+        self.put(c, old, at);
         out
     }
 
     /// The inline cell, moved out (`self` is left empty).
     fn take(&mut self) -> Cell {
         let p = std::mem::take(self);
-        let wf = p.w[0];
-        let tx: Option<Xid> = p.word.checked_sub(1);
-        let read = unpack_access(p.r);
+        let (wf, rf) = (p.w as u32, p.r as u32);
+        let (wo, ro) = (origin_at(p.wo), origin_at(p.ro));
+        let tx: Option<Xid> = (wf & TX != 0).then(|| {
+            wo.or(ro)
+                .expect("a transaction's entries have an origin")
+                .seg
+                .xid
+        });
         let cf = CfCell::from_slim(CfSlim {
             reported: tx.is_some() && wf & REPORTED != 0,
             tx,
-            write: unpack_access(p.w),
-            read,
+            write: unpack_access(p.w, wo),
+            read: unpack_access(p.r, ro),
         });
-        let reader =
-            (p.r[0] & READER != 0).then(|| (p.r[0] & (TID_LIMIT - 1), NodeId::from_bits(p.node)));
-        let writer = (wf & WRITER != 0).then(|| NodeId::from_bits(p.node));
+        let reader = ro
+            .and_then(|o| o.seg.node)
+            .map(|n| (rf & (TID_LIMIT - 1), n));
         Cell {
             cf,
-            writer,
+            writer: wo.and_then(|o| o.seg.node),
             readers: Small::of(reader),
         }
     }
 
-    /// Store `c` inline if it fits, boxed otherwise (`self` is empty).
-    fn put(&mut self, c: Cell) {
+    /// Store `c` inline if it fits, boxed otherwise (`self` is empty). `old` are the
+    /// origins the cell had, reused where they still hold.
+    fn put(&mut self, c: Cell, old: [u64; 2], at: Interner<'_>) {
         let Cell {
             cf,
             writer,
@@ -238,7 +245,7 @@ impl Packed {
             }
         };
         let cf = match cf.into_slim() {
-            Ok(s) if fits(&s, writer, reader) => return self.put_inline(s, writer, reader),
+            Ok(s) if fits(&s, reader) => return self.put_inline(s, writer, reader, old, at),
             Ok(s) => CfCell::from_slim(s),
             Err(cf) => cf,
         };
@@ -249,26 +256,49 @@ impl Packed {
         });
     }
 
-    fn put_inline(&mut self, s: CfSlim, writer: Option<NodeId>, reader: Option<(Tid, NodeId)>) {
-        self.w = pack_access(s.write);
-        if s.tx.is_some() && s.reported {
-            self.w[0] |= REPORTED;
+    fn put_inline(
+        &mut self,
+        s: CfSlim,
+        writer: Option<NodeId>,
+        reader: Option<(Tid, NodeId)>,
+        old: [u64; 2],
+        at: Interner<'_>,
+    ) {
+        let xid = s.tx.unwrap_or(0);
+        let origin = |node, a: Option<Slim>| Origin {
+            seg: Seg { xid, node },
+            site: a.map_or(SiteId(0), |a| a.site),
+            ctx: a.map_or(CtxId(0), |a| a.ctx),
+        };
+        // The write side holds the transaction's id when nothing else does.
+        let lone_tx = s.tx.is_some() && s.read.is_none() && reader.is_none();
+        let w_side = s.write.is_some() || writer.is_some() || lone_tx;
+        let r_side = s.read.is_some() || reader.is_some();
+        self.wo = if w_side {
+            at.origins.intern(origin(writer, s.write), old[0], at.store) as u64
+        } else {
+            0
+        };
+        self.ro = if r_side {
+            at.origins
+                .intern(origin(reader.map(|r| r.1), s.read), old[1], at.store) as u64
+        } else {
+            0
+        };
+        let mut wf = thread_word(s.write);
+        if s.tx.is_some() {
+            wf |= u64::from(TX);
+            if s.reported {
+                wf |= u64::from(REPORTED);
+            }
         }
-        if let Some(n) = writer {
-            self.w[0] |= WRITER;
-            self.node = n.to_bits();
-        }
-        self.r = pack_access(s.read);
-        if let Some((u, n)) = reader {
-            self.r[0] |= u | READER;
-            self.node = n.to_bits();
-        }
-        self.word = s.tx.map_or(0, |tx| tx + 1);
+        self.w = wf;
+        self.r = thread_word(s.read) | reader.map_or(0, |(u, _)| u64::from(u));
     }
 
     fn put_boxed(&mut self, c: Cell) {
-        self.word = Box::into_raw(Box::new(c)) as u64;
-        self.r[0] = BOXED;
+        self.ro = Box::into_raw(Box::new(c)) as u64;
+        self.r = u64::from(BOXED);
     }
 }
 
@@ -276,7 +306,7 @@ impl Drop for Packed {
     fn drop(&mut self) {
         if self.boxed() {
             // SAFETY: as in `with`; dropped once.
-            drop(unsafe { Box::from_raw(self.word as *mut Cell) });
+            drop(unsafe { Box::from_raw(self.ro as *mut Cell) });
         }
     }
 }
@@ -288,10 +318,12 @@ mod tests {
     use crate::passes::singletrack::cf::{Cf, CfAccess};
 
     /// A cell, packed and unpacked, is the cell it was; the common states stay
-    /// inline.
+    /// inline, and cells with the same origins share them.
     #[test]
     fn cells_round_trip_and_common_states_stay_inline() {
-        assert_eq!(std::mem::size_of::<Packed>(), 48);
+        assert_eq!(std::mem::size_of::<Packed>(), 32);
+        let store = OriginStore::default();
+        let mut origins = Origins::default();
         let mut cf = Cf::new();
         let view = cf.view(1);
         assert!(view.tx.is_none());
@@ -319,44 +351,75 @@ mod tests {
             event,
         };
         let node = NodeId::from_bits(5 << 32 | 17);
-        // (accesses, reader threads, inline?)
-        type Case<'a> = (&'a [(CfAccess, bool)], &'a [Tid], bool);
-        let cases: [Case; 7] = [
-            (&[], &[], true),
-            (&[(acc(1, "write", 0), true)], &[], true),
+        let other = NodeId::from_bits(6);
+        // (accesses, writer node, reader threads, inline?); thread 7 reads in
+        // `other`.
+        type Case<'a> = (&'a [(CfAccess, bool)], Option<NodeId>, &'a [Tid], bool);
+        let cases: [Case; 11] = [
+            (&[], None, &[], true),
+            (&[], Some(node), &[], true),
+            (&[], None, &[7], true),
+            (&[(acc(1, "write", 0), true)], Some(node), &[], true),
+            (&[(acc(1, "write", 0), true)], None, &[], true),
             (
                 &[(acc(1, "write", 0), true), (acc(1, "read", 0), false)],
+                Some(node),
                 &[1],
                 true,
             ),
-            (&[(acc(1, "volatile read", 0), false)], &[1], true),
+            (&[(acc(1, "volatile read", 0), false)], None, &[1], true),
+            (&[(acc(1, "write", 0), true)], Some(node), &[7], true),
             (
                 &[(acc(1, "read", 0), false), (acc(2, "read", 0), false)],
+                None,
                 &[1, 2],
                 false,
             ),
-            (&[(acc(1, "write", 4), true)], &[], false),
-            (&[(acc(1, "write", 0), true)], &[7], false),
+            (&[(acc(1, "write", 4), true)], Some(node), &[], false),
+            (&[(acc(1, "read", 0), false)], None, &[7], false),
         ];
-        for (accesses, readers, inline) in cases {
-            let mut c = Cell::default();
-            for &(a, write) in accesses {
-                c.cf.access(&view, &finished, loc, write, a);
-                c.writer = Some(node);
+        for (accesses, writer, readers, inline) in cases {
+            let cell = || {
+                let mut c = Cell::default();
+                for &(a, write) in accesses {
+                    c.cf.access(&view, &finished, loc, write, a);
+                }
+                c.writer = writer;
+                for &u in readers {
+                    let n = if u == 7 { other } else { node };
+                    c.readers.push((u, n));
+                }
+                c
+            };
+            let want = format!("{:?}", cell());
+            for round in 0..2 {
+                let made = store.len();
+                let mut p = Packed::default();
+                let at = Interner {
+                    origins: &mut origins,
+                    store: &store,
+                };
+                p.put(cell(), [0, 0], at);
+                assert_eq!(!p.boxed(), inline, "{want}");
+                let at = Interner {
+                    origins: &mut origins,
+                    store: &store,
+                };
+                let got = p.with(at, |c| format!("{c:?}"));
+                assert_eq!(got, want);
+                let at = Interner {
+                    origins: &mut origins,
+                    store: &store,
+                };
+                assert_eq!(p.with(at, |c| format!("{c:?}")), want, "stable");
+                // The same state packed again takes the origins made for it.
+                if round == 1 {
+                    assert_eq!(store.len(), made, "{want}");
+                }
             }
-            for &u in readers {
-                // Thread 7 reads in another node.
-                let n = if u == 7 { NodeId::from_bits(6) } else { node };
-                c.readers.push((u, n));
-            }
-            let want = format!("{c:?}");
-            let mut p = Packed::default();
-            p.put(c);
-            assert_eq!(!p.boxed(), inline, "{want}");
-            let got = p.with(|c| format!("{c:?}"));
-            assert_eq!(got, want);
-            assert_eq!(p.with(|c| format!("{c:?}")), want, "stable");
         }
+        assert!(store.len() > 0);
+
         // A first access written directly is the cell the rules leave (a write or a
         // read, in a node or in none), and a thread id that does not fit has no
         // direct form.
@@ -369,7 +432,11 @@ mod tests {
         ] {
             let a = acc(1, if write { "write" } else { "read" }, 0);
             let mut slow = Packed::default();
-            slow.with(|c| {
+            let at = Interner {
+                origins: &mut origins,
+                store: &store,
+            };
+            slow.with(at, |c| {
                 c.cf.access(&view, &finished, loc, write, a);
                 match n {
                     Some(n) if write => c.writer = Some(n),
@@ -379,32 +446,34 @@ mod tests {
                     None => {}
                 }
             });
+            let seg = Seg { xid, node: n };
+            let origin = origins.get(seg, a.site, a.ctx, &store);
             let mut fast = Packed::default();
             assert!(fast.is_empty());
-            fast.set_first(First::new(&a, write, xid).expect("fits"), n);
+            fast.set_first(First::new(&a, write).expect("fits"), origin);
             assert!(!fast.is_empty() && !fast.boxed());
-            assert_eq!(
-                fast.with(|c| format!("{c:?}")),
-                slow.with(|c| format!("{c:?}")),
-                "write {write}, node {n:?}"
-            );
+            let mut show = |p: &mut Packed| {
+                let at = Interner {
+                    origins: &mut origins,
+                    store: &store,
+                };
+                p.with(at, |c| format!("{c:?}"))
+            };
+            let want = show(&mut slow);
+            assert_eq!(show(&mut fast), want, "write {write}, node {n:?}");
             // ... and so is the one rebuilt from a cell-less record's parts.
-            let clock = std::num::NonZeroU32::new(a.clock).unwrap();
+            let clock = NonZeroU32::new(a.clock).unwrap();
             let mut kept = Packed::default();
-            kept.set_first(First::of(1, clock, a.site, a.ctx, write, xid), n);
-            assert_eq!(
-                kept.with(|c| format!("{c:?}")),
-                slow.with(|c| format!("{c:?}")),
-                "kept: write {write}, node {n:?}"
-            );
+            kept.set_first(First::of(1, clock, write), origin);
+            assert_eq!(show(&mut kept), want, "kept: write {write}, node {n:?}");
         }
-        assert!(First::new(&acc(TID_LIMIT, "read", 0), false, xid).is_none());
-        assert!(First::new(&acc(1, "read", 4), false, xid).is_none());
+        assert!(First::new(&acc(TID_LIMIT, "read", 0), false).is_none());
+        assert!(First::new(&acc(1, "read", 4), false).is_none());
 
         // The reported flag, and thread ids that do not fit.
         let slim = |tid| Slim {
             tid,
-            clock: std::num::NonZeroU32::MIN,
+            clock: NonZeroU32::MIN,
             site: SiteId(2),
             ctx: crate::ctx::CtxId(3),
             volatile: false,
@@ -422,9 +491,17 @@ mod tests {
             };
             let want = format!("{c:?}");
             let mut p = Packed::default();
-            p.put(c);
+            let at = Interner {
+                origins: &mut origins,
+                store: &store,
+            };
+            p.put(c, [0, 0], at);
             assert_eq!(!p.boxed(), inline, "{want}");
-            assert_eq!(p.with(|c| format!("{c:?}")), want);
+            let at = Interner {
+                origins: &mut origins,
+                store: &store,
+            };
+            assert_eq!(p.with(at, |c| format!("{c:?}")), want);
         }
     }
 }
