@@ -146,13 +146,13 @@ impl Drop for Held<'_> {
 pub(super) struct OriginStore(parking_lot::Mutex<Vec<Box<Origin>>>);
 
 impl OriginStore {
-    /// A new origin `o`, kept as long as the store.
     /// How many origins were made.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.0.lock().len()
     }
 
+    /// A new origin `o`, kept as long as the store.
     fn make(&self, o: Origin) -> *const Origin {
         let b = Box::new(o);
         let p: *const Origin = &*b;

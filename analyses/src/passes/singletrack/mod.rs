@@ -361,6 +361,12 @@ impl Default for ThreadCopy {
     }
 }
 
+impl packed::HasOrigins for ThreadCopy {
+    fn origins(&mut self) -> &mut first::Origins {
+        &mut self.origins
+    }
+}
+
 /// The word of a thread inside a transaction for one property but not the other
 /// (a stamp's thread id stays below 2^30, so no stamp equals it, it plus one, or
 /// [`GUARD_OUTSIDE`] and its plus one).
@@ -888,14 +894,8 @@ impl SingleTrack {
         let cell = unsafe { self.cells.get(loc.key()).get() };
         let had_cell = held.has_cell();
         held.move_to_cell(cell, prev);
-        // Out of `copy` while the closure below borrows it.
-        let mut origins = std::mem::take(&mut copy.origins);
-        let at = packed::Interner {
-            origins: &mut origins,
-            store: &self.origins,
-        };
         let (conflict, cycles) = {
-            cell.with(at, |c| {
+            cell.with(copy, &self.origins, |c, copy| {
                 if let Some(sole) = self.sole.peek(loc.key()) {
                     Self::fold_sole(c, sole);
                 }
@@ -941,7 +941,6 @@ impl SingleTrack {
                 (conflict, cycles)
             })
         };
-        copy.origins = origins;
         drop(held);
         if conflict.is_some() || !cycles.is_empty() {
             self.report(conflict.as_deref(), &cycles);

@@ -149,10 +149,17 @@ impl Slot {
     }
 }
 
-/// Where a cell is packed: the working thread's origins and the pass's store.
-pub(super) struct Interner<'a> {
-    pub origins: &'a mut Origins,
-    pub store: &'a OriginStore,
+/// What holds the working thread's [`Origins`], which [`Packed::with`] interns the
+/// changed cell's origins in after the closure that changed it (which gets the
+/// holder too, so that the two need not borrow it at once).
+pub(super) trait HasOrigins {
+    fn origins(&mut self) -> &mut Origins;
+}
+
+impl HasOrigins for Origins {
+    fn origins(&mut self) -> &mut Origins {
+        self
+    }
 }
 
 impl Packed {
@@ -185,17 +192,23 @@ impl Packed {
         }
     }
 
-    /// Run `f` on the cell; `at` interns the origins of what it changed.
+    /// Run `f` on the cell and `cx`; the origins of what it changed are then
+    /// interned in `cx`'s [`Origins`] (new ones kept in `store`).
     #[inline]
-    pub(super) fn with<R>(&mut self, at: Interner<'_>, f: impl FnOnce(&mut Cell) -> R) -> R {
+    pub(super) fn with<T: HasOrigins, R>(
+        &mut self,
+        cx: &mut T,
+        store: &OriginStore,
+        f: impl FnOnce(&mut Cell, &mut T) -> R,
+    ) -> R {
         if self.boxed() {
             // SAFETY: a boxed `Packed` owns the `Box<Cell>` at `ro` (see `put`).
-            return f(unsafe { &mut *(self.ro as *mut Cell) });
+            return f(unsafe { &mut *(self.ro as *mut Cell) }, cx);
         }
         let old = [self.wo, self.ro];
         let mut c = self.take();
-        let out = f(&mut c);
-        self.put(c, old, at);
+        let out = f(&mut c, cx);
+        self.put(c, old, cx.origins(), store);
         out
     }
 
@@ -228,7 +241,7 @@ impl Packed {
 
     /// Store `c` inline if it fits, boxed otherwise (`self` is empty). `old` are the
     /// origins the cell had, reused where they still hold.
-    fn put(&mut self, c: Cell, old: [u64; 2], at: Interner<'_>) {
+    fn put(&mut self, c: Cell, old: [u64; 2], origins: &mut Origins, store: &OriginStore) {
         let Cell {
             cf,
             writer,
@@ -245,7 +258,9 @@ impl Packed {
             }
         };
         let cf = match cf.into_slim() {
-            Ok(s) if fits(&s, reader) => return self.put_inline(s, writer, reader, old, at),
+            Ok(s) if fits(&s, reader) => {
+                return self.put_inline(s, writer, reader, old, origins, store);
+            }
             Ok(s) => CfCell::from_slim(s),
             Err(cf) => cf,
         };
@@ -262,7 +277,8 @@ impl Packed {
         writer: Option<NodeId>,
         reader: Option<(Tid, NodeId)>,
         old: [u64; 2],
-        at: Interner<'_>,
+        origins: &mut Origins,
+        store: &OriginStore,
     ) {
         let xid = s.tx.unwrap_or(0);
         let origin = |node, a: Option<Slim>| Origin {
@@ -275,13 +291,12 @@ impl Packed {
         let w_side = s.write.is_some() || writer.is_some() || lone_tx;
         let r_side = s.read.is_some() || reader.is_some();
         self.wo = if w_side {
-            at.origins.intern(origin(writer, s.write), old[0], at.store) as u64
+            origins.intern(origin(writer, s.write), old[0], store) as u64
         } else {
             0
         };
         self.ro = if r_side {
-            at.origins
-                .intern(origin(reader.map(|r| r.1), s.read), old[1], at.store) as u64
+            origins.intern(origin(reader.map(|r| r.1), s.read), old[1], store) as u64
         } else {
             0
         };
@@ -395,23 +410,15 @@ mod tests {
             for round in 0..2 {
                 let made = store.len();
                 let mut p = Packed::default();
-                let at = Interner {
-                    origins: &mut origins,
-                    store: &store,
-                };
-                p.put(cell(), [0, 0], at);
+                p.put(cell(), [0, 0], &mut origins, &store);
                 assert_eq!(!p.boxed(), inline, "{want}");
-                let at = Interner {
-                    origins: &mut origins,
-                    store: &store,
-                };
-                let got = p.with(at, |c| format!("{c:?}"));
+                let got = p.with(&mut origins, &store, |c, _| format!("{c:?}"));
                 assert_eq!(got, want);
-                let at = Interner {
-                    origins: &mut origins,
-                    store: &store,
-                };
-                assert_eq!(p.with(at, |c| format!("{c:?}")), want, "stable");
+                assert_eq!(
+                    p.with(&mut origins, &store, |c, _| format!("{c:?}")),
+                    want,
+                    "stable"
+                );
                 // The same state packed again takes the origins made for it.
                 if round == 1 {
                     assert_eq!(store.len(), made, "{want}");
@@ -432,11 +439,7 @@ mod tests {
         ] {
             let a = acc(1, if write { "write" } else { "read" }, 0);
             let mut slow = Packed::default();
-            let at = Interner {
-                origins: &mut origins,
-                store: &store,
-            };
-            slow.with(at, |c| {
+            slow.with(&mut origins, &store, |c, _| {
                 c.cf.access(&view, &finished, loc, write, a);
                 match n {
                     Some(n) if write => c.writer = Some(n),
@@ -452,13 +455,7 @@ mod tests {
             assert!(fast.is_empty());
             fast.set_first(First::new(&a, write).expect("fits"), origin);
             assert!(!fast.is_empty() && !fast.boxed());
-            let mut show = |p: &mut Packed| {
-                let at = Interner {
-                    origins: &mut origins,
-                    store: &store,
-                };
-                p.with(at, |c| format!("{c:?}"))
-            };
+            let mut show = |p: &mut Packed| p.with(&mut origins, &store, |c, _| format!("{c:?}"));
             let want = show(&mut slow);
             assert_eq!(show(&mut fast), want, "write {write}, node {n:?}");
             // ... and so is the one rebuilt from a cell-less record's parts.
@@ -491,17 +488,9 @@ mod tests {
             };
             let want = format!("{c:?}");
             let mut p = Packed::default();
-            let at = Interner {
-                origins: &mut origins,
-                store: &store,
-            };
-            p.put(c, [0, 0], at);
+            p.put(c, [0, 0], &mut origins, &store);
             assert_eq!(!p.boxed(), inline, "{want}");
-            let at = Interner {
-                origins: &mut origins,
-                store: &store,
-            };
-            assert_eq!(p.with(at, |c| format!("{c:?}")), want);
+            assert_eq!(p.with(&mut origins, &store, |c, _| format!("{c:?}")), want);
         }
     }
 }
