@@ -12,6 +12,12 @@
 //!    trace (a linearization of happens-before), even when threads run in parallel.
 //! 3. [`Chain::deliver`] returns only after every pass has processed the event.
 //!
+//! A producer may also call [`Chain::before_sync`] right before a thread takes a
+//! monitor it does not hold or arrives at a barrier, outside its own locks, so that
+//! work a pass deferred to the thread's next synchronization (`bigfoot`'s footprint)
+//! runs before the thread waits (the VM does; the trace reader need not: the passes
+//! do that work at the event anyway).
+//!
 //! # What the chain does per event
 //! Accesses go through the passes left to right until one drops them. Every other
 //! event goes to every pass. Then the shared services are updated: the
@@ -328,6 +334,15 @@ impl Chain {
                 (t.ctx, t.method) = t.ctx_stack.pop().unwrap_or_default();
             }
             _ => self.shared.clocks.apply(t, ev),
+        }
+    }
+
+    /// `cx`'s thread is about to synchronize; the synchronization's event is its
+    /// next one ([`Pass::before_sync`]). Nothing is delivered and no counter moves.
+    pub fn before_sync(&self, cx: &mut ThreadCx) {
+        let ThreadCx { state, locals, .. } = cx;
+        for (p, local) in self.passes.iter().zip(locals.iter_mut()) {
+            p.before_sync(state, local.as_mut());
         }
     }
 

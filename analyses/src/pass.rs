@@ -529,6 +529,17 @@ pub trait Pass: Send + Sync {
     /// specification begin/end, thread start/end. Cannot be dropped.
     fn event(&self, _t: &ThreadState, _local: &mut Local, _ev: &Event<'_>) {}
 
+    /// The thread is about to synchronize, and the synchronization's event is its
+    /// next one: it takes a monitor it does not hold (`Acquire`, delivered once it
+    /// has the monitor, perhaps after waiting for it) or arrives at a barrier
+    /// (`BarrierEnter`, delivered under the scheduler's lock, atomically with the
+    /// arrival); see [`crate::Chain::before_sync`]. A pass that defers work on the
+    /// thread's earlier accesses to its next synchronization event (`bigfoot`'s
+    /// footprint) may do it here: outside the VM's locks, before the thread waits,
+    /// instead of where every other thread that wants the monitor, or the
+    /// scheduler, waits for it. The thread's state is the one the event will see.
+    fn before_sync(&self, _t: &ThreadState, _local: &mut Local) {}
+
     /// Whether this pass needs the `Enter` and `Exit` events of method calls. When no
     /// pass of a chain does, the chain keeps the call context without delivering them
     /// ([`crate::Chain::frame_events`]), and a producer may skip building them: the

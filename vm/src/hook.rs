@@ -218,6 +218,15 @@ impl Hook {
         }
     }
 
+    /// The thread is about to synchronize, and the synchronization's event is its
+    /// next one (`analyses::Chain::before_sync`); nothing when off.
+    pub fn before_sync(&mut self) {
+        if let Some(on) = &mut self.0 {
+            on.sync_kept();
+            on.bridge.chain.before_sync(&mut on.cx);
+        }
+    }
+
     /// Deliver `Fork` of `child` at `site`, handing the objects `handed()` (called only
     /// when on), and return the child's hook.
     pub fn fork(

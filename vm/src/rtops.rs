@@ -364,6 +364,11 @@ impl Guest<'_> {
     pub fn monitor_enter(&mut self, obj: u64, site: SiteId) -> Result<(), Stop> {
         let rt = self.rt;
         let stack = self.stack;
+        // An outermost acquire: the chain may finish deferred work first, before
+        // this thread waits for the monitor rather than while it holds it.
+        if self.hook.is_on() && !sync::holds(self.tid, obj) {
+            self.hook.before_sync();
+        }
         let outer = sync::acquire(
             &rt.image.heap,
             &rt.sched,
@@ -463,6 +468,8 @@ impl Guest<'_> {
             return Err(self.null("await on a null barrier", site));
         }
         self.point()?;
+        // Deferred work before the arrival, outside the scheduler's lock.
+        self.hook.before_sync();
         let rt = self.rt;
         let stack = self.stack;
         let hook = &mut *self.hook;

@@ -24,6 +24,12 @@ use crate::sched::{BlockInfo, Blocked, Sched, Stop, World};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotHeld;
 
+/// Whether `me` holds `obj`'s monitor (an object whose monitor was never taken has
+/// no record yet: nobody holds it).
+pub fn holds(me: Tid, obj: u64) -> bool {
+    holder_record(me, obj).is_ok()
+}
+
 /// Acquire `obj`'s monitor for `me`. `Ok(true)` for an outermost acquire.
 pub fn acquire(
     heap: &Heap,

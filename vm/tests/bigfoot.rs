@@ -823,3 +823,56 @@ fn offline_analysis_refuses_bigfoot() {
     let e = analyses::offline::analyze(&t, "bigfoot", Default::default()).err();
     assert!(e.is_some_and(|e| e.0.contains("capvm run --tools bigfoot")));
 }
+
+#[test]
+fn a_footprint_is_committed_before_its_thread_waits_for_a_monitor() {
+    // The worker's writes of `a` are one range check, deferred to its next
+    // synchronization: taking `l`, which main holds until the end, so the worker
+    // never gets it (the run ends in a deadlock). The footprint is committed before
+    // the worker waits, as it would be at the `Acquire`, so bigfoot sees the race
+    // with main's write of `a[3]` that fasttrack reports; committed only once the
+    // worker held `l`, it would never be checked.
+    let src = "
+class Lock { }
+class W {
+    int[] a;
+    Lock l;
+    W(int[] a, Lock l) { this.a = a; this.l = l; }
+    void run() {
+        for (int i = 0; i < 8; i++) { a[i] = i; }
+        synchronized (l) { print(0); }
+    }
+}
+class Main {
+    static void main() {
+        int[] a = new int[8];
+        Lock l = new Lock();
+        Lock m = new Lock();
+        synchronized (l) {
+            Thread t = fork new W(a, l).run();
+            for (int k = 0; k < 40; k++) { a[3] = k; synchronized (m) { } }
+            t.join();
+        }
+    }
+}";
+    let prog = compile(src).unwrap_or_else(|e| panic!("{e}"));
+    for (tier, seed) in [(Tier::Interp, 1), (Tier::Interp, 2), (Tier::Jit, 3)] {
+        let run = run_bigfoot(&prog, tier, seed).expect("run");
+        let err = run.out.error.as_ref().expect("a deadlock");
+        assert!(format!("{err:?}").contains("eadlock"), "{err:?}");
+        let by = |analysis: &str| {
+            run.warnings
+                .iter()
+                .filter(|r| r.warning.analysis == analysis)
+                .count()
+        };
+        assert!(
+            by("fasttrack") > 0,
+            "{tier} seed {seed}: fasttrack reports the race"
+        );
+        assert!(
+            by("bigfoot") > 0,
+            "{tier} seed {seed}: bigfoot reports it too"
+        );
+    }
+}
