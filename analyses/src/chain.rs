@@ -50,6 +50,8 @@ pub struct Chain {
     stats: Vec<PassStats>,
     /// Some pass wants `Enter`/`Exit` events ([`Pass::wants_frames`]).
     frame_events: bool,
+    /// The passes that take [`Chain::before_sync`] ([`Pass::wants_before_sync`]).
+    sync_passes: Vec<usize>,
     pub shared: Arc<Shared>,
 }
 
@@ -59,10 +61,14 @@ impl Chain {
     pub fn from_passes(passes: Vec<Box<dyn Pass>>, shared: Arc<Shared>) -> Chain {
         let stats = passes.iter().map(|_| PassStats::default()).collect();
         let frame_events = passes.iter().any(|p| p.wants_frames());
+        let sync_passes = (0..passes.len())
+            .filter(|&i| passes[i].wants_before_sync())
+            .collect();
         Chain {
             passes,
             stats,
             frame_events,
+            sync_passes,
             shared,
         }
     }
@@ -341,9 +347,15 @@ impl Chain {
     /// next one ([`Pass::before_sync`]). Nothing is delivered and no counter moves.
     pub fn before_sync(&self, cx: &mut ThreadCx) {
         let ThreadCx { state, locals, .. } = cx;
-        for (p, local) in self.passes.iter().zip(locals.iter_mut()) {
-            p.before_sync(state, local.as_mut());
+        for &i in &self.sync_passes {
+            self.passes[i].before_sync(state, locals[i].as_mut());
         }
+    }
+
+    /// Whether some pass does anything in [`Chain::before_sync`]
+    /// ([`Pass::wants_before_sync`]).
+    pub fn wants_before_sync(&self) -> bool {
+        !self.sync_passes.is_empty()
     }
 
     /// End of the run: lets passes report deferred results.

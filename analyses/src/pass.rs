@@ -540,6 +540,13 @@ pub trait Pass: Send + Sync {
     /// scheduler, waits for it. The thread's state is the one the event will see.
     fn before_sync(&self, _t: &ThreadState, _local: &mut Local) {}
 
+    /// Whether [`Pass::before_sync`] does anything: a chain calls it only on the
+    /// passes that say so, and a producer skips the call when none does
+    /// ([`crate::Chain::wants_before_sync`]).
+    fn wants_before_sync(&self) -> bool {
+        false
+    }
+
     /// Whether this pass needs the `Enter` and `Exit` events of method calls. When no
     /// pass of a chain does, the chain keeps the call context without delivering them
     /// ([`crate::Chain::frame_events`]), and a producer may skip building them: the

@@ -38,6 +38,8 @@ struct On {
     /// a pass's thread-local state in `cx`, boxed, so it stays put while `cx` does,
     /// and `elides_frames` reads it at every call without asking the passes.
     nested: usize,
+    /// Some pass takes `analyses::Chain::before_sync`.
+    before_sync: bool,
 }
 
 impl On {
@@ -47,11 +49,13 @@ impl On {
             .nested_call_word(&cx)
             .map_or(0, |w| w as *const AtomicU64 as usize);
         let stack = Stack::of(&bridge);
+        let before_sync = bridge.chain.wants_before_sync();
         On {
             bridge,
             cx,
             stack,
             nested,
+            before_sync,
         }
     }
 }
@@ -220,8 +224,11 @@ impl Hook {
 
     /// The thread is about to synchronize, and the synchronization's event is its
     /// next one (`analyses::Chain::before_sync`); nothing when off.
+    #[inline]
     pub fn before_sync(&mut self) {
-        if let Some(on) = &mut self.0 {
+        if let Some(on) = &mut self.0
+            && on.before_sync
+        {
             on.sync_kept();
             on.bridge.chain.before_sync(&mut on.cx);
         }

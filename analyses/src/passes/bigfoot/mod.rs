@@ -830,6 +830,10 @@ impl Pass for BigFoot {
         }
     }
 
+    fn wants_before_sync(&self) -> bool {
+        true
+    }
+
     /// FastTrack's same-epoch test on the field cells, for a producer to decide
     /// field checks inline ([`InlineCheck::FieldChecks`]).
     /// Plain accesses are not checked: the placed checks are (see [`Pass::access`]).

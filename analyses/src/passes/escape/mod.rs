@@ -211,6 +211,15 @@ impl Pass for Escape {
     }
 
     fn event(&self, _t: &ThreadState, local: &mut Local, ev: &Event<'_>) {
+        // Most events (calls, locks) change nothing here.
+        if !matches!(
+            ev.kind,
+            EventKind::VolatileWrite { value: Some(_), .. }
+                | EventKind::Fork { .. }
+                | EventKind::ThreadEnd
+        ) {
+            return;
+        }
         let Some(heap) = self.shared.env.heap() else {
             return;
         };
