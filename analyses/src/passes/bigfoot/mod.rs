@@ -820,10 +820,9 @@ impl Pass for BigFoot {
     /// The footprint is committed before the thread takes a monitor or arrives at a
     /// barrier, not once it holds the monitor or under the scheduler's lock: the
     /// checks are those the event would make, with the same clock (the event has
-    /// not changed it yet), and no other thread waits for them (workqueue's workers
-    /// commit a task's arrays before they take the queue's lock for the next; sor's
-    /// threads commit their rows before they arrive at the barrier). The event then
-    /// finds the footprint empty.
+    /// not changed it yet), and no other thread waits for that lock while they run
+    /// (workqueue's workers commit a task's arrays before they take the queue's
+    /// lock for the next). The event then finds the footprint empty.
     fn before_sync(&self, t: &ThreadState, local: &mut Local) {
         if let Some(l) = local_of(local) {
             self.commit(t, l);
