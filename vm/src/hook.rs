@@ -222,8 +222,15 @@ impl Hook {
         }
     }
 
+    /// Whether some pass of the chain takes [`Hook::before_sync`] (false when off).
+    #[inline]
+    pub fn wants_before_sync(&self) -> bool {
+        matches!(&self.0, Some(on) if on.before_sync)
+    }
+
     /// The thread is about to synchronize, and the synchronization's event is its
-    /// next one (`analyses::Chain::before_sync`); nothing when off.
+    /// next one (`analyses::Chain::before_sync`); nothing when off or when no pass
+    /// takes it.
     #[inline]
     pub fn before_sync(&mut self) {
         if let Some(on) = &mut self.0

@@ -364,9 +364,10 @@ impl Guest<'_> {
     pub fn monitor_enter(&mut self, obj: u64, site: SiteId) -> Result<(), Stop> {
         let rt = self.rt;
         let stack = self.stack;
-        // An outermost acquire: the chain may finish deferred work first, before
-        // this thread waits for the monitor rather than while it holds it.
-        if self.hook.is_on() && !sync::holds(self.tid, obj) {
+        // An outermost acquire: a pass may finish deferred work first, before this
+        // thread waits for the monitor rather than while it holds it (the monitor
+        // is looked up only for such a chain: this is every lock's path).
+        if self.hook.wants_before_sync() && !sync::holds(self.tid, obj) {
             self.hook.before_sync();
         }
         let outer = sync::acquire(

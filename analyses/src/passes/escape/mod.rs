@@ -106,6 +106,14 @@ pub struct Escape {
 }
 
 impl Escape {
+    /// The heap and the thread's state, for an event that changes something.
+    fn state<'a>(
+        &'a self,
+        local: &'a mut Local,
+    ) -> Option<(&'a dyn HeapView, &'a mut EscapeLocal)> {
+        Some((self.shared.env.heap()?, local_of(local)?))
+    }
+
     pub fn new(shared: &Arc<Shared>) -> Self {
         Escape {
             shared: shared.clone(),
@@ -210,29 +218,31 @@ impl Pass for Escape {
         Flow::Drop
     }
 
+    /// Only volatile writes of references, forks and the thread's end change
+    /// anything; the heap and the thread's state are looked up for those alone
+    /// (most events are calls and locks).
     fn event(&self, _t: &ThreadState, local: &mut Local, ev: &Event<'_>) {
-        // Most events (calls, locks) change nothing here.
-        if !matches!(
-            ev.kind,
-            EventKind::VolatileWrite { value: Some(_), .. }
-                | EventKind::Fork { .. }
-                | EventKind::ThreadEnd
-        ) {
-            return;
-        }
-        let Some(heap) = self.shared.env.heap() else {
-            return;
-        };
-        let Some(l) = local_of(local) else {
-            return;
-        };
         match ev.kind {
             EventKind::VolatileWrite {
                 loc,
                 value: Some(v),
-            } if Self::is_escaped(heap, loc.obj) => Self::leak(heap, &[v], &mut l.work),
-            EventKind::Fork { handed, .. } => Self::leak(heap, handed, &mut l.work),
-            EventKind::ThreadEnd => self.sites.lock().absorb(&mut l.sites),
+            } => {
+                if let Some((heap, l)) = self.state(local)
+                    && Self::is_escaped(heap, loc.obj)
+                {
+                    Self::leak(heap, &[v], &mut l.work);
+                }
+            }
+            EventKind::Fork { handed, .. } => {
+                if let Some((heap, l)) = self.state(local) {
+                    Self::leak(heap, handed, &mut l.work);
+                }
+            }
+            EventKind::ThreadEnd => {
+                if let Some((_, l)) = self.state(local) {
+                    self.sites.lock().absorb(&mut l.sites);
+                }
+            }
             _ => {}
         }
     }
