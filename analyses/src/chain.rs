@@ -469,6 +469,44 @@ impl Chain {
         words.next().is_none().then_some(w)
     }
 
+    /// `cx`'s thread's lazy frames ([`Pass::lazy_frames`]) and the run-wide gate
+    /// they are used behind ([`Pass::inline_filter_gate`]), when the chain delivers
+    /// only the `Enter`/`Exit` some pass asked for ([`Chain::frame_events`] false)
+    /// and exactly one pass has them. A producer may record there a call of a method
+    /// for which [`Chain::lazy_frames_of`] holds.
+    pub fn lazy_frames<'a>(
+        &'a self,
+        cx: &'a ThreadCx,
+    ) -> Option<(&'a crate::pass::LazyFrames, &'a AtomicU64)> {
+        if self.frame_events {
+            return None;
+        }
+        let mut all = self
+            .passes
+            .iter()
+            .zip(&cx.locals)
+            .filter_map(|(p, l)| Some((p.lazy_frames(l.as_ref())?, p.inline_filter_gate()?)));
+        let f = all.next()?;
+        all.next().is_none().then_some(f)
+    }
+
+    /// Whether calls of `method` (an instance method, not synchronized,
+    /// `deterministic` or `atomic`, with no reference argument besides the receiver
+    /// and no reference result) may be recorded in the thread's lazy frames
+    /// ([`Chain::lazy_frames`]) instead of delivering their `Enter`/`Exit`: the one
+    /// pass that asks for these events ([`Pass::wants_frames_of`]) says so
+    /// ([`Pass::lazy_frames_of`]), and no other pass takes them.
+    pub fn lazy_frames_of(&self, method: crate::event::MethodId) -> bool {
+        if self.frame_events {
+            return false;
+        }
+        let mut asking = self.passes.iter().filter(|p| p.wants_frames_of(method));
+        match (asking.next(), asking.next()) {
+            (Some(p), None) => p.lazy_frames_of(method),
+            _ => false,
+        }
+    }
+
     /// The run-wide gate of the inline test of pass `filter`
     /// ([`Pass::inline_filter_gate`]), at an address stable for the chain's lifetime.
     pub fn inline_filter_gate(&self, filter: usize) -> Option<&AtomicU64> {

@@ -96,6 +96,127 @@ pub const CAPSULE_WORD_FORWARD: u64 = 2;
 /// so a proven `this.f` in it is a capsule access with nothing left to check.
 pub const CAPSULE_WORD_OWN: u64 = 4;
 
+/// How many calls a thread's [`LazyFrames`] hold at most.
+pub const LAZY_FRAMES: usize = 8;
+
+/// A thread's *lazy frames* ([`Pass::lazy_frames`]): calls whose `Enter` a producer
+/// recorded here instead of delivering it, with the pass's two thread words next to
+/// them, at fixed offsets for generated code ([`LAZY_WORD`] and the constants after
+/// it). Only the thread writes it: its producer pushes and pops calls (with the
+/// pass's gate, [`Pass::inline_filter_gate`], at 0), and the pass turns the recorded
+/// calls into frames of its own at the start of every event it receives
+/// ([`LazyFrames::take`]).
+///
+/// A push ([`LazyFrames::push`]) saves both words in the call's entry and sets them
+/// to 0 (nothing inline: the producer delivers every access a word would decide);
+/// a pop ([`LazyFrames::pop`]) of a call the pass never saw restores them, as the
+/// pass's `Exit` would have left them: nothing reached the pass in between, so its
+/// frames and its words are those before the push. Once the pass has taken the
+/// calls (`len` 0), their `Exit` is delivered as usual.
+#[repr(C)]
+pub struct LazyFrames {
+    /// The pass's word for its inline filter ([`Pass::inline_filter_word`]).
+    pub word: AtomicU64,
+    /// The pass's nested-call word ([`Pass::nested_call_word`]).
+    pub nested: AtomicU64,
+    /// Calls recorded and not yet taken by the pass, in `frames[..len]`.
+    pub len: AtomicU64,
+    pub frames: [LazyFrame; LAZY_FRAMES],
+}
+
+/// One recorded call: its receiver and method, and the thread's two words before it.
+#[repr(C)]
+pub struct LazyFrame {
+    pub receiver: AtomicU64,
+    pub method: AtomicU64,
+    pub word: AtomicU64,
+    pub nested: AtomicU64,
+}
+
+/// Byte offsets in [`LazyFrames`] and [`LazyFrame`], for generated code.
+pub const LAZY_WORD: i32 = std::mem::offset_of!(LazyFrames, word) as i32;
+pub const LAZY_NESTED: i32 = std::mem::offset_of!(LazyFrames, nested) as i32;
+pub const LAZY_LEN: i32 = std::mem::offset_of!(LazyFrames, len) as i32;
+pub const LAZY_FRAME0: i32 = std::mem::offset_of!(LazyFrames, frames) as i32;
+pub const LAZY_FRAME_BYTES: i32 = std::mem::size_of::<LazyFrame>() as i32;
+pub const LAZY_RECEIVER: i32 = std::mem::offset_of!(LazyFrame, receiver) as i32;
+pub const LAZY_METHOD: i32 = std::mem::offset_of!(LazyFrame, method) as i32;
+pub const LAZY_SAVED_WORD: i32 = std::mem::offset_of!(LazyFrame, word) as i32;
+pub const LAZY_SAVED_NESTED: i32 = std::mem::offset_of!(LazyFrame, nested) as i32;
+
+impl LazyFrames {
+    /// No calls; both words 0.
+    pub const fn new() -> LazyFrames {
+        LazyFrames {
+            word: AtomicU64::new(0),
+            nested: AtomicU64::new(0),
+            len: AtomicU64::new(0),
+            frames: [const {
+                LazyFrame {
+                    receiver: AtomicU64::new(0),
+                    method: AtomicU64::new(0),
+                    word: AtomicU64::new(0),
+                    nested: AtomicU64::new(0),
+                }
+            }; LAZY_FRAMES],
+        }
+    }
+
+    /// Record a call of `method` on `receiver` (false: no room, deliver its `Enter`).
+    /// The caller has found the pass's gate at 0.
+    pub fn push(&self, receiver: u64, method: u32) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = self.len.load(Relaxed) as usize;
+        let Some(f) = self.frames.get(n) else {
+            return false;
+        };
+        f.receiver.store(receiver, Relaxed);
+        f.method.store(method as u64, Relaxed);
+        f.word.store(self.word.load(Relaxed), Relaxed);
+        f.nested.store(self.nested.load(Relaxed), Relaxed);
+        self.word.store(0, Relaxed);
+        self.nested.store(0, Relaxed);
+        self.len.store(n as u64 + 1, Relaxed);
+        true
+    }
+
+    /// End the innermost recorded call, which is the running one if any is left
+    /// (false: the pass has taken them, deliver its `Exit`). The caller has found
+    /// the pass's gate at 0 (otherwise the pass must recompute its words: deliver).
+    pub fn pop(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = self.len.load(Relaxed) as usize;
+        if n == 0 {
+            return false;
+        }
+        let f = &self.frames[n - 1];
+        self.word.store(f.word.load(Relaxed), Relaxed);
+        self.nested.store(f.nested.load(Relaxed), Relaxed);
+        self.len.store(n as u64 - 1, Relaxed);
+        true
+    }
+
+    /// The recorded calls, outermost first, as `(receiver, method)`; none are left.
+    pub fn take(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = self.len.swap(0, Relaxed) as usize;
+        self.frames[..n]
+            .iter()
+            .map(|f| (f.receiver.load(Relaxed), f.method.load(Relaxed) as u32))
+    }
+
+    /// Whether calls are recorded that the pass has not taken.
+    pub fn pending(&self) -> bool {
+        self.len.load(std::sync::atomic::Ordering::Relaxed) != 0
+    }
+}
+
+impl Default for LazyFrames {
+    fn default() -> Self {
+        LazyFrames::new()
+    }
+}
+
 /// What a pass in front of BigFoot's detector does with its `Check` events
 /// (`EventKind::Check`), so that a producer may decide them inline behind the pass
 /// ([`InlineCheck::FieldChecks`] behind filters, [`crate::Chain::inline_check_flows`]).
@@ -651,6 +772,26 @@ pub trait Pass: Send + Sync {
         None
     }
 
+    /// The thread's [`LazyFrames`], inside its state `local` (so its address is
+    /// stable while the thread runs), when the pass takes recorded calls: while the
+    /// pass's gate ([`Pass::inline_filter_gate`]) is 0, a producer may record the
+    /// call of a method `m` with [`Pass::lazy_frames_of`] there instead of
+    /// delivering its `Enter`, and end it without its `Exit` if the pass has not
+    /// taken it since. Its `word` and `nested` are then the pass's
+    /// [`Pass::inline_filter_word`] and [`Pass::nested_call_word`]. See
+    /// [`crate::Chain::lazy_frames`].
+    fn lazy_frames<'a>(&self, _local: &'a Local) -> Option<&'a LazyFrames> {
+        None
+    }
+
+    /// Whether calls of `method` may be recorded in [`Pass::lazy_frames`]; the
+    /// producer asks only for instance methods that are not synchronized,
+    /// `deterministic` or `atomic`, with no reference argument besides the receiver
+    /// and no reference result (the `Enter` and `Exit` carry no reference).
+    fn lazy_frames_of(&self, _method: crate::event::MethodId) -> bool {
+        false
+    }
+
     /// The thread's word for this pass's [`InlineFilter`], when its test depends on
     /// the thread's state ([`InlineFilter::CapsuleProtected`]), inside its state
     /// `local` (so its address is stable while the thread runs). Only this thread's
@@ -701,4 +842,65 @@ pub trait Pass: Send + Sync {
     /// [`Pass::checks_local`]): account for them as [`Pass::local_access`] would. The
     /// producer makes the test only when the checks would find nothing.
     fn inline_local_checked(&self, _t: &ThreadState, _local: &mut Local, _drops: &[InlineDrops]) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    #[test]
+    fn lazy_frames_save_and_restore_the_words_of_each_recorded_call() {
+        let f = LazyFrames::new();
+        f.word.store(3, Relaxed);
+        f.nested.store(0, Relaxed);
+        assert!(f.push(0x1000, 7));
+        // Nothing inline inside a recorded call.
+        assert_eq!((f.word.load(Relaxed), f.nested.load(Relaxed)), (0, 0));
+        // As the pass would leave them after taking the call, then another call.
+        f.word.store(5, Relaxed);
+        f.nested.store(0x1000, Relaxed);
+        assert!(f.push(0x2000, 8));
+        assert!(f.pending());
+        assert!(f.pop());
+        assert_eq!((f.word.load(Relaxed), f.nested.load(Relaxed)), (5, 0x1000));
+        assert!(f.pop());
+        assert_eq!((f.word.load(Relaxed), f.nested.load(Relaxed)), (3, 0));
+        // None left: the producer delivers the `Exit`.
+        assert!(!f.pop());
+        assert!(!f.pending());
+    }
+
+    #[test]
+    fn lazy_frames_hand_their_calls_over_once_and_refuse_past_capacity() {
+        let f = LazyFrames::new();
+        for i in 0..LAZY_FRAMES as u64 {
+            assert!(f.push(0x100 * (i + 1), i as u32));
+        }
+        assert!(!f.push(0xdead, 99), "no room: the `Enter` is delivered");
+        let taken: Vec<_> = f.take().collect();
+        assert_eq!(taken.len(), LAZY_FRAMES);
+        assert_eq!(taken[0], (0x100, 0));
+        assert_eq!(taken[LAZY_FRAMES - 1], (0x100 * LAZY_FRAMES as u64, 7));
+        assert_eq!(f.take().count(), 0);
+        // Taken calls end with their `Exit`.
+        assert!(!f.pop());
+    }
+
+    #[test]
+    fn lazy_frame_offsets_match_the_layout() {
+        assert_eq!(LAZY_FRAME0 % 8, 0);
+        assert_eq!(LAZY_FRAME_BYTES, 32);
+        let f = LazyFrames::new();
+        let base = &f as *const LazyFrames as usize;
+        assert_eq!(
+            &f.len as *const AtomicU64 as usize - base,
+            LAZY_LEN as usize
+        );
+        let e = &f.frames[1].nested as *const AtomicU64 as usize - base;
+        assert_eq!(
+            e,
+            (LAZY_FRAME0 + LAZY_FRAME_BYTES + LAZY_SAVED_NESTED) as usize
+        );
+    }
 }

@@ -31,6 +31,13 @@ pub struct Bridge {
     /// no reference result, that neither acquires nor releases a monitor, also
     /// through its calls (`lang::bigfoot::sync_summaries`).
     pub elidable: Vec<bool>,
+    /// By function id: whether a call of it may record its frame in the thread's
+    /// lazy frames instead of delivering `Enter`/`Exit`
+    /// (`analyses::Chain::lazy_frames_of`): an instance method, not synchronized,
+    /// `deterministic` or `atomic`, with no reference argument besides the receiver
+    /// and no reference result, whose events only the pass with the lazy frames
+    /// takes.
+    pub lazy: Vec<bool>,
     stripes: Vec<Mutex<()>>,
 }
 
@@ -51,8 +58,23 @@ impl Bridge {
                     && (1..f.num_params as usize).all(|i| !f.locals[i].ty.is_ref())
             })
             .collect();
+        let lazy = prog
+            .funcs
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                f.kind != lang::ir::FuncKind::Static
+                    && !f.is_synchronized
+                    && !f.is_deterministic
+                    && !f.is_atomic
+                    && !f.ret.is_ref()
+                    && (1..f.num_params as usize).all(|i| !f.locals[i].ty.is_ref())
+                    && chain.lazy_frames_of(analyses::MethodId(i as u32))
+            })
+            .collect();
         Bridge {
             elidable,
+            lazy,
             plain_accesses: chain.pass_names().iter().any(|n| *n != "bigfoot"),
             frames_of: (0..funcs)
                 .map(|f| chain.wants_frames_of(analyses::MethodId(f as u32)))

@@ -40,6 +40,11 @@ struct On {
     nested: usize,
     /// Some pass takes `analyses::Chain::before_sync`.
     before_sync: bool,
+    /// The addresses of the thread's lazy frames and of their gate
+    /// (`analyses::Chain::lazy_frames`), 0 if the chain has none; as `nested`, they
+    /// stay put while `cx` and the chain do.
+    lazy: usize,
+    lazy_gate: usize,
 }
 
 impl On {
@@ -50,12 +55,20 @@ impl On {
             .map_or(0, |w| w as *const AtomicU64 as usize);
         let stack = Stack::of(&bridge);
         let before_sync = bridge.chain.wants_before_sync();
+        let (lazy, lazy_gate) = bridge.chain.lazy_frames(&cx).map_or((0, 0), |(f, g)| {
+            (
+                f as *const analyses::pass::LazyFrames as usize,
+                g as *const AtomicU64 as usize,
+            )
+        });
         On {
             bridge,
             cx,
             stack,
             nested,
             before_sync,
+            lazy,
+            lazy_gate,
         }
     }
 }
@@ -126,6 +139,49 @@ impl Hook {
             && unsafe { &*(on.nested as *const AtomicU64) }
                 .load(std::sync::atomic::Ordering::Relaxed)
                 == receiver
+    }
+
+    /// The thread's lazy frames, while their gate is open (0).
+    fn open_lazy_frames(&self) -> Option<&analyses::pass::LazyFrames> {
+        let on = self.0.as_ref()?;
+        if on.lazy == 0 {
+            return None;
+        }
+        // SAFETY: `on.lazy_gate` is the address of a word in the chain, which
+        // `on.bridge` keeps alive, and `on.lazy` that of the lazy frames in `on.cx`,
+        // which lives as long as `on` (see `On`).
+        let gate = unsafe { &*(on.lazy_gate as *const AtomicU64) };
+        (gate.load(std::sync::atomic::Ordering::Relaxed) == 0)
+            .then(|| unsafe { &*(on.lazy as *const analyses::pass::LazyFrames) })
+    }
+
+    /// Record a call of `func` on `receiver`, whose `Enter` the tier would deliver
+    /// ([`Hook::frame_events_of`]) and did not elide, in the thread's lazy frames
+    /// instead (`analyses::Chain::lazy_frames`): `func` may be recorded
+    /// (`Bridge::lazy`), their gate is open and there is room. True: deliver no
+    /// `Enter`, and end the call with [`Hook::pop_lazy_frame`].
+    pub fn push_lazy_frame(&self, func: lang::ir::FuncId, receiver: u64) -> bool {
+        let Some(on) = &self.0 else {
+            return false;
+        };
+        on.bridge.lazy.get(func.0 as usize) == Some(&true)
+            && self
+                .open_lazy_frames()
+                .is_some_and(|f| f.push(receiver, func.0))
+    }
+
+    /// End the running call, recorded by [`Hook::push_lazy_frame`], without an
+    /// `Exit`: true if the chain has not taken it since and the gate is still open;
+    /// otherwise the tier delivers its `Exit`.
+    pub fn pop_lazy_frame(&self) -> bool {
+        self.open_lazy_frames().is_some_and(|f| f.pop())
+    }
+
+    /// The addresses of the thread's lazy frames and of their gate
+    /// (`analyses::Chain::lazy_frames`), if the chain has them.
+    pub fn lazy_frames_ptrs(&self) -> Option<(*const u64, *const u64)> {
+        let on = self.0.as_ref()?;
+        (on.lazy != 0).then_some((on.lazy as *const u64, on.lazy_gate as *const u64))
     }
 
     /// The tier keeps the stack and hands it over with [`Hook::sync_stack`] (the

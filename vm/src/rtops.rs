@@ -32,6 +32,12 @@ use crate::sync;
 /// monitor is at an odd address).
 pub const ELIDED_FRAME: u64 = 1;
 
+/// What [`Guest::enter_method`] returns for a call it recorded in the thread's lazy
+/// frames instead of delivering its `Enter` ([`Hook::push_lazy_frame`]):
+/// [`Guest::leave_method`] then ends it with [`Hook::pop_lazy_frame`], or delivers
+/// its `Exit` if the chain has taken the frame since.
+pub const LAZY_FRAME: u64 = 3;
+
 /// The executing guest thread, as the shared operations see it.
 pub struct Guest<'a> {
     pub rt: &'a Arc<Runtime>,
@@ -510,10 +516,16 @@ impl Guest<'_> {
         let frames = self.hook.frame_events_of(f);
         let elided =
             frames && func.kind != FuncKind::Static && self.hook.elides_frames(f, params[0]);
+        // Or one whose frame the chain may take from memory, when it next receives
+        // an event (`Hook::push_lazy_frame`: calls on a capsule).
+        let lazy = frames
+            && !elided
+            && func.kind != FuncKind::Static
+            && self.hook.push_lazy_frame(f, params[0]);
         // `Enter` comes before the monitor's `Acquire` (and `Exit` after its
         // `Release`): the method holds its monitor, so both events carry its frame,
         // as they do when the chain keeps the call stack without these events.
-        if frames && !elided {
+        if frames && !elided && !lazy {
             let first = if func.kind == FuncKind::Static { 0 } else { 1 };
             let receiver = (first == 1).then(|| ObjId(params[0]));
             // On the stack for up to 4 (no allocation per call).
@@ -551,8 +563,15 @@ impl Guest<'_> {
                 }
             }
         }
-        // (An elided call holds no monitor: its method is not synchronized.)
-        Ok(if elided { ELIDED_FRAME } else { lock })
+        // (An elided or recorded call holds no monitor: its method is not
+        // synchronized.)
+        Ok(if elided {
+            ELIDED_FRAME
+        } else if lazy {
+            LAZY_FRAME
+        } else {
+            lock
+        })
     }
 
     /// Method epilogue of `f` returning `ret`, called at `site`: end, release of
@@ -576,10 +595,10 @@ impl Guest<'_> {
                 }
             }
         }
-        if lock == ELIDED_FRAME {
+        if lock == ELIDED_FRAME || lock == LAZY_FRAME && self.hook.pop_lazy_frame() {
             return Ok(());
         }
-        if lock != 0 {
+        if lock != 0 && lock != LAZY_FRAME {
             self.point()?;
             self.monitor_exit(lock, site)?;
         }

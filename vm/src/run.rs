@@ -87,7 +87,9 @@ pub struct RunConfig {
     /// --no-inline-detector`); results and statistics are the same either way.
     pub inline_detector: bool,
     /// Both tiers: skip the `Enter`/`Exit` of calls the chain would end as it starts
-    /// them (`Hook::elides_frames`: nested calls on the running capsule). Off only for
+    /// them (`Hook::elides_frames`: nested calls on the running capsule), and record
+    /// the frames of capsule calls in memory the pass reads when it next receives an
+    /// event (`Hook::push_lazy_frame`) instead of delivering their `Enter`. Off only for
     /// measurement and tests (`capvm run --no-elide-frames`); warnings and every
     /// statistic but the count of those events are the same either way.
     pub elide_frames: bool,
@@ -295,6 +297,7 @@ pub fn run_program(program: Arc<Program>, cfg: &RunConfig) -> Result<RunOutcome,
         let mut b = Bridge::new(chain, vm_env.clone());
         if !cfg.elide_frames {
             b.elidable.fill(false);
+            b.lazy.fill(false);
         }
         Arc::new(b)
     });

@@ -86,6 +86,13 @@ pub struct JitThread {
     /// prologue and epilogue; without one, [`NO_NESTED_WORD`] (never null, 0: no
     /// receiver).
     pub nested_word: *const u64,
+    /// The thread's lazy frames (`analyses::pass::LazyFrames`,
+    /// `analyses::Chain::lazy_frames`) and their gate: a call of a function with
+    /// `JitOptions::lazy` records its frame there instead of calling the prologue
+    /// while the gate is 0 and there is room; without them, [`NO_LAZY_FRAMES`] and
+    /// [`CLOSED_GATE`] (never null, never written: the gate stays closed).
+    pub lazy_frames: *const u64,
+    pub lazy_gate: *const u64,
     /// The chain's call context of the stack's outermost `ctx_depth` frames, shifted
     /// left by 32 (a packed site's high half), as of the last
     /// [`JitThread::sync_stack`]; it is the context of the current stack while
@@ -146,6 +153,13 @@ pub const OFF_NESTED_WORD: i32 = offset_of!(JitThread, nested_word) as i32;
 
 /// The nested-call word of a thread whose chain has none (`JitThread::nested_word`).
 static NO_NESTED_WORD: AtomicU64 = AtomicU64::new(0);
+pub const OFF_LAZY_FRAMES: i32 = offset_of!(JitThread, lazy_frames) as i32;
+pub const OFF_LAZY_GATE: i32 = offset_of!(JitThread, lazy_gate) as i32;
+
+/// The lazy frames of a thread whose chain has none (`JitThread::lazy_frames`),
+/// behind a gate that is never open.
+static NO_LAZY_FRAMES: analyses::pass::LazyFrames = analyses::pass::LazyFrames::new();
+static CLOSED_GATE: AtomicU64 = AtomicU64::new(1);
 pub const OFF_CTX_WORD: i32 = offset_of!(JitThread, ctx_word) as i32;
 pub const OFF_CTX_DEPTH: i32 = offset_of!(JitThread, ctx_depth) as i32;
 pub const OFF_CTX_SID: i32 = offset_of!(JitThread, ctx_sid) as i32;
@@ -220,6 +234,13 @@ impl JitThread {
             nested_word: hook
                 .nested_call_word_ptr()
                 .unwrap_or(NO_NESTED_WORD.as_ptr() as *const u64),
+            lazy_frames: hook.lazy_frames_ptrs().map_or(
+                &NO_LAZY_FRAMES as *const analyses::pass::LazyFrames as *const u64,
+                |(f, _)| f,
+            ),
+            lazy_gate: hook
+                .lazy_frames_ptrs()
+                .map_or(CLOSED_GATE.as_ptr() as *const u64, |(_, g)| g),
             ctx_word: 0,
             ctx_depth: u64::MAX,
             ctx_sid: 0,

@@ -67,6 +67,12 @@ pub struct JitOptions {
     /// (`abi::JitThread::nested_word`), as `Guest::enter_method` would skip their
     /// `Enter`/`Exit` (`vm::bridge::Bridge::elidable`, `Hook::elides_frames`).
     pub elidable: Vec<bool>,
+    /// Without `frame_events`, by function id: the calls that record their frame in
+    /// the thread's lazy frames (`abi::JitThread::lazy_frames`) instead of calling
+    /// the prologue, and end without the epilogue if the chain has not taken it
+    /// since, as `Guest::enter_method` and `Guest::leave_method` would
+    /// (`vm::bridge::Bridge::lazy`, `Hook::push_lazy_frame`).
+    pub lazy: Vec<bool>,
     /// `--sched seeded:N`: emit the scheduling points.
     pub seeded: bool,
     /// `--max-steps` is set: count executed blocks.
@@ -211,6 +217,7 @@ impl JitOptions {
                 .bridge
                 .as_ref()
                 .map_or_else(Vec::new, |b| b.elidable.clone()),
+            lazy: rt.bridge.as_ref().map_or_else(Vec::new, |b| b.lazy.clone()),
             seeded: rt.seeded,
             count_steps: rt.limits.max_steps != u64::MAX,
             inline_filters: rt.bridge.as_ref().map_or_else(Vec::new, |b| {

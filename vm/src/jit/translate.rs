@@ -32,8 +32,8 @@ use super::abi::{
     INLINE_COVERED, INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_PAST,
     INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS, OFF_CAPSULE_WORD, OFF_CTX_DEPTH, OFF_CTX_SID,
     OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE, OFF_FRAMES, OFF_FRAMES_LOW,
-    OFF_GUARD, OFF_INLINE_DROPS, OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_NESTED_WORD, OFF_PAST_FILTERS,
-    OFF_STEPS, OFF_TID, inline_count, pack_frame,
+    OFF_GUARD, OFF_INLINE_DROPS, OFF_LAZY_FRAMES, OFF_LAZY_GATE, OFF_MAX_DEPTH, OFF_MAX_STEPS,
+    OFF_NESTED_WORD, OFF_PAST_FILTERS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -1763,8 +1763,10 @@ impl<'a, 'b> Translator<'a, 'b> {
             return;
         }
         let elidable = self.elidable();
+        let lazy = self.lazy();
         let (call, done) = (self.b.create_block(), self.b.create_block());
         self.b.append_block_param(done, I64);
+        let not_elided = if lazy { self.b.create_block() } else { call };
         if elidable {
             // `Guest::enter_method`'s elision, inline: the receiver is the thread's
             // nested-call word.
@@ -1773,9 +1775,15 @@ impl<'a, 'b> Translator<'a, 'b> {
             let w = self.b.ins().load(I64, m, p, 0);
             let same = self.b.ins().icmp(IntCC::Equal, w, params[0]);
             let elided = self.iconst(crate::rtops::ELIDED_FRAME as i64);
-            self.b.ins().brif(same, done, &[elided.into()], call, &[]);
+            self.b
+                .ins()
+                .brif(same, done, &[elided.into()], not_elided, &[]);
         } else {
-            self.b.ins().jump(call, &[]);
+            self.b.ins().jump(not_elided, &[]);
+        }
+        if lazy {
+            self.b.switch_to_block(not_elided);
+            self.push_lazy_frame(params[0], call, done);
         }
         self.b.switch_to_block(call);
         let buf = self.buffer(params);
@@ -1787,6 +1795,92 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().jump(done, &[lock.into()]);
         self.b.switch_to_block(done);
         self.lock = Some(self.b.block_params(done)[0]);
+    }
+
+    /// `Hook::push_lazy_frame`, inline: with the gate open and room left, record
+    /// the call on `receiver` in the thread's lazy frames (`analyses::pass::LazyFrames`:
+    /// the entry saves both words, which become 0) and jump to `done` with
+    /// `rtops::LAZY_FRAME`; otherwise jump to `call`.
+    fn push_lazy_frame(&mut self, receiver: Value, call: ir::Block, done: ir::Block) {
+        use analyses::pass::{
+            LAZY_FRAME_BYTES, LAZY_FRAME0, LAZY_FRAMES, LAZY_LEN, LAZY_METHOD, LAZY_NESTED,
+            LAZY_RECEIVER, LAZY_SAVED_NESTED, LAZY_SAVED_WORD, LAZY_WORD,
+        };
+        let m = MemFlagsData::trusted();
+        let base = self.thread_field(OFF_LAZY_FRAMES);
+        let gate_at = self.thread_field(OFF_LAZY_GATE);
+        let gate = self.b.ins().load(I64, m, gate_at, 0);
+        let len = self.b.ins().load(I64, m, base, LAZY_LEN);
+        let closed = self.b.ins().icmp_imm_s(IntCC::NotEqual, gate, 0);
+        let full =
+            self.b
+                .ins()
+                .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, len, LAZY_FRAMES as i64);
+        let no = self.b.ins().bor(closed, full);
+        let push = self.b.create_block();
+        self.b.ins().brif(no, call, &[], push, &[]);
+        self.b.switch_to_block(push);
+        let off = self.b.ins().imul_imm_s(len, LAZY_FRAME_BYTES as i64);
+        let e = self.b.ins().iadd(base, off);
+        let method = self.iconst(self.fid.0 as i64);
+        self.b
+            .ins()
+            .store(m, receiver, e, LAZY_FRAME0 + LAZY_RECEIVER);
+        self.b.ins().store(m, method, e, LAZY_FRAME0 + LAZY_METHOD);
+        let zero = self.iconst(0);
+        for (word, saved) in [
+            (LAZY_WORD, LAZY_SAVED_WORD),
+            (LAZY_NESTED, LAZY_SAVED_NESTED),
+        ] {
+            let w = self.b.ins().load(I64, m, base, word);
+            self.b.ins().store(m, w, e, LAZY_FRAME0 + saved);
+            self.b.ins().store(m, zero, base, word);
+        }
+        let len1 = self.b.ins().iadd_imm_s(len, 1);
+        self.b.ins().store(m, len1, base, LAZY_LEN);
+        let marker = self.iconst(crate::rtops::LAZY_FRAME as i64);
+        self.b.ins().jump(done, &[marker.into()]);
+    }
+
+    /// `Hook::pop_lazy_frame`, inline, for a call whose prologue returned
+    /// `rtops::LAZY_FRAME`: with the gate open and a recorded call left (the
+    /// running one), restore both words from its entry, drop it and jump to
+    /// `done`; otherwise jump to `call` (the chain has taken the frame: its `Exit`).
+    fn pop_lazy_frame(&mut self, call: ir::Block, done: ir::Block) {
+        use analyses::pass::{
+            LAZY_FRAME_BYTES, LAZY_FRAME0, LAZY_LEN, LAZY_NESTED, LAZY_SAVED_NESTED,
+            LAZY_SAVED_WORD, LAZY_WORD,
+        };
+        let m = MemFlagsData::trusted();
+        let base = self.thread_field(OFF_LAZY_FRAMES);
+        let gate_at = self.thread_field(OFF_LAZY_GATE);
+        let gate = self.b.ins().load(I64, m, gate_at, 0);
+        let len = self.b.ins().load(I64, m, base, LAZY_LEN);
+        let closed = self.b.ins().icmp_imm_s(IntCC::NotEqual, gate, 0);
+        let empty = self.b.ins().icmp_imm_s(IntCC::Equal, len, 0);
+        let no = self.b.ins().bor(closed, empty);
+        let pop = self.b.create_block();
+        self.b.ins().brif(no, call, &[], pop, &[]);
+        self.b.switch_to_block(pop);
+        let len1 = self.b.ins().iadd_imm_s(len, -1);
+        let off = self.b.ins().imul_imm_s(len1, LAZY_FRAME_BYTES as i64);
+        let e = self.b.ins().iadd(base, off);
+        for (word, saved) in [
+            (LAZY_WORD, LAZY_SAVED_WORD),
+            (LAZY_NESTED, LAZY_SAVED_NESTED),
+        ] {
+            let w = self.b.ins().load(I64, m, e, LAZY_FRAME0 + saved);
+            self.b.ins().store(m, w, base, word);
+        }
+        self.b.ins().store(m, len1, base, LAZY_LEN);
+        self.b.ins().jump(done, &[]);
+    }
+
+    /// Whether calls of this function record their frame in the thread's lazy
+    /// frames when they can (`JitOptions::lazy`; the bridge has left out static,
+    /// synchronized, `deterministic` and `atomic` methods).
+    fn lazy(&self) -> bool {
+        !self.opts().frame_events && self.opts().lazy.get(self.fid.0 as usize) == Some(&true)
     }
 
     /// Whether calls of this function may skip the prologue and epilogue
@@ -2884,14 +2978,27 @@ impl<'a, 'b> Translator<'a, 'b> {
                 None => self.iconst(0),
             };
             let (call, done) = (self.b.create_block(), self.b.create_block());
+            let lazy = self.lazy();
+            let not_elided = if lazy { self.b.create_block() } else { call };
             if self.elidable() {
                 let elided =
                     self.b
                         .ins()
                         .icmp_imm_s(IntCC::Equal, lock, crate::rtops::ELIDED_FRAME as i64);
-                self.b.ins().brif(elided, done, &[], call, &[]);
+                self.b.ins().brif(elided, done, &[], not_elided, &[]);
             } else {
-                self.b.ins().jump(call, &[]);
+                self.b.ins().jump(not_elided, &[]);
+            }
+            if lazy {
+                self.b.switch_to_block(not_elided);
+                let recorded =
+                    self.b
+                        .ins()
+                        .icmp_imm_s(IntCC::Equal, lock, crate::rtops::LAZY_FRAME as i64);
+                let pop = self.b.create_block();
+                self.b.ins().brif(recorded, pop, &[], call, &[]);
+                self.b.switch_to_block(pop);
+                self.pop_lazy_frame(call, done);
             }
             self.b.switch_to_block(call);
             self.call_rt(Rt::Epilogue, &[f, bits, lock]);

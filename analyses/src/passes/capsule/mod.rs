@@ -90,6 +90,22 @@
 //! ([`Pass::nested_call_word`]) holds `k`, and the producer skips both events of
 //! such a call (`Random.next` inside `Random.nextGaussian`).
 //!
+//! # Recorded calls
+//! A call on a capsule of a method that takes and returns no reference and is not
+//! synchronized, `deterministic` or `atomic` need not reach the pass at its `Enter`:
+//! the producer may record it in the thread's [`LazyFrames`] instead (receiver and
+//! method; generated code does it inline), while no class has been demoted (the
+//! gate, [`Pass::inline_filter_gate`], is 0). The record sets the thread's words to
+//! 0, so generated code decides nothing inline in the call and delivers its
+//! accesses; at the first event the pass receives, it pushes the recorded calls'
+//! frames ([`Capsule::take_lazy`]), as their `Enter` would have: nothing reached it
+//! in between, so the frames below are as they were at each call. A call that ends
+//! before that (an outer `Random.nextDouble`, whose state accesses are in its
+//! nested `next` calls) is popped by the producer, which restores the words saved
+//! in its entry: a push and a pop with nothing between them leave the pass's state
+//! as it was. Every decision, warning and statistic is that of delivered
+//! `Enter`/`Exit` events, but for those events' counts.
+//!
 //! # Chaining with `escape`
 //! Each filter must account for every reference write into a member of its own set.
 //! `escape` forwards a reference write into a thread-local but capsule-shared target
@@ -122,7 +138,7 @@ use crate::event::{Event, EventKind, Loc, MethodId, ObjId, Op, SiteId};
 use crate::filterstats::{AccessClass, Owner, SiteTable};
 use crate::pass::{
     CAPSULE_WORD_DROP, CAPSULE_WORD_FORWARD, CAPSULE_WORD_OWN, Flow, InlineCheckFlow, InlineChecks,
-    InlineDrops, InlineFilter, Local, Pass,
+    InlineDrops, InlineFilter, LazyFrames, Local, Pass,
 };
 use crate::passes::escape::leak::{self, Bit};
 use crate::passes::escape::loc_kind;
@@ -181,12 +197,13 @@ struct CapsuleLocal {
     sites: SiteTable,
     /// Accesses received through [`Pass::local_access`].
     local_checked: u64,
-    /// The thread's word for the inline test ([`Pass::inline_filter_word`]): what
-    /// [`Capsule::ready_bits`] says of `frames` (boxed: its address stays put).
-    word: Box<AtomicU64>,
-    /// The thread's nested-call word ([`Pass::nested_call_word`]): the capsule of
-    /// the innermost frame when that is a capsule call that made its check.
-    nested: Box<AtomicU64>,
+    /// The thread's words and its recorded calls ([`Pass::lazy_frames`]; boxed:
+    /// their addresses stay put). `word`, for the inline test
+    /// ([`Pass::inline_filter_word`]), is what [`Capsule::ready_bits`] says of
+    /// `frames`; `nested` ([`Pass::nested_call_word`]) is the capsule of the
+    /// innermost frame when that is a capsule call that made its check. Both hold
+    /// for `frames` and the recorded calls together: a recorded call sets them to 0.
+    inline: Box<LazyFrames>,
     /// The thread's side of the capsules' epochs (its cache, what it owns).
     epochs: ThreadEpochs,
 }
@@ -304,7 +321,7 @@ impl Capsule {
     /// it, from its generated code; a demotion by another thread closes the gate
     /// instead).
     fn refresh(&self, l: &CapsuleLocal) {
-        l.word.store(self.ready_bits(l), Ordering::Relaxed);
+        l.inline.word.store(self.ready_bits(l), Ordering::Relaxed);
         // A call on that capsule would push a frame of the same class and capsule,
         // checked (`Frames::held`: the innermost frame's check, or an outer call's
         // hold, is still in force) and holding nothing: the decisions within it are
@@ -317,7 +334,30 @@ impl Capsule {
             Some(f) if f.checked => f.capsule.map_or(0, |k| k.0),
             _ => 0,
         };
-        l.nested.store(k, Ordering::Relaxed);
+        l.inline.nested.store(k, Ordering::Relaxed);
+    }
+
+    /// Push the frames of the calls the producer recorded instead of delivering
+    /// their `Enter` ([`LazyFrames`]), as `Enter` would have pushed them: each is a
+    /// call on a capsule, recorded while no class had been demoted (the gate was
+    /// open), so its receiver was a live capsule then, and no event reached this
+    /// pass since, so the frames below are as they were at the call. Its `Enter`
+    /// carried no reference argument to leak.
+    fn take_lazy(&self, heap: &dyn HeapView, l: &mut CapsuleLocal) {
+        if !l.inline.pending() {
+            return;
+        }
+        for (receiver, method) in l.inline.take() {
+            let k = ObjId(receiver);
+            let checked = l.frames.held(k);
+            l.frames.push(Frame {
+                class: heap.method_class(MethodId(method)),
+                capsule: Some(k),
+                checked,
+                holds: false,
+            });
+        }
+        self.refresh(l);
     }
 
     fn owner(&self, t: &ThreadState, l: &CapsuleLocal) -> Owner {
@@ -563,8 +603,7 @@ impl Pass for Capsule {
             work: Vec::new(),
             sites: SiteTable::new(),
             local_checked: 0,
-            word: Box::new(AtomicU64::new(0)),
-            nested: Box::new(AtomicU64::new(0)),
+            inline: Box::new(LazyFrames::new()),
             epochs: ThreadEpochs::default(),
         };
         self.refresh(&l);
@@ -572,7 +611,7 @@ impl Pass for Capsule {
     }
 
     fn inline_filter_word<'a>(&self, local: &'a Local) -> Option<&'a AtomicU64> {
-        Some(&local.downcast_ref::<CapsuleLocal>()?.word)
+        Some(&local.downcast_ref::<CapsuleLocal>()?.inline.word)
     }
 
     fn inline_filter_gate(&self) -> Option<&AtomicU64> {
@@ -580,7 +619,18 @@ impl Pass for Capsule {
     }
 
     fn nested_call_word<'a>(&self, local: &'a Local) -> Option<&'a AtomicU64> {
-        Some(&local.downcast_ref::<CapsuleLocal>()?.nested)
+        Some(&local.downcast_ref::<CapsuleLocal>()?.inline.nested)
+    }
+
+    fn lazy_frames<'a>(&self, local: &'a Local) -> Option<&'a LazyFrames> {
+        Some(&local.downcast_ref::<CapsuleLocal>()?.inline)
+    }
+
+    /// Every capsule method the producer offers: [`Capsule::take_lazy`] pushes its
+    /// frame as its `Enter` would, at the next event this pass receives, and a call
+    /// that ends before one is a push and a pop with nothing between them.
+    fn lazy_frames_of(&self, method: MethodId) -> bool {
+        self.wants_frames_of(method)
     }
 
     /// Only the calls of capsule classes' methods make frames; the running method
@@ -602,6 +652,7 @@ impl Pass for Capsule {
         let Some(l) = local_of(local) else {
             return Flow::Forward;
         };
+        self.take_lazy(heap, l);
         let Some((loc, op, value)) = ev.kind.plain_access() else {
             return Flow::Forward;
         };
@@ -680,6 +731,7 @@ impl Pass for Capsule {
         let Some(l) = local_of(local) else {
             return;
         };
+        self.take_lazy(heap, l);
         match ev.kind {
             EventKind::Enter {
                 method,
@@ -849,6 +901,7 @@ impl Pass for Capsule {
         let Some(l) = local_of(local) else {
             return;
         };
+        self.take_lazy(heap, l);
         let Some((loc, _, value)) = ev.kind.plain_access() else {
             return;
         };
