@@ -1797,6 +1797,18 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.lock = Some(self.b.block_params(done)[0]);
     }
 
+    /// The thread's lazy frames: their address, how many calls they hold, and
+    /// whether their gate is closed (nonzero).
+    fn lazy_frames_state(&mut self) -> (Value, Value, Value) {
+        let m = MemFlagsData::trusted();
+        let base = self.thread_field(OFF_LAZY_FRAMES);
+        let gate_at = self.thread_field(OFF_LAZY_GATE);
+        let gate = self.b.ins().load(I64, m, gate_at, 0);
+        let len = self.b.ins().load(I64, m, base, analyses::pass::LAZY_LEN);
+        let closed = self.b.ins().icmp_imm_s(IntCC::NotEqual, gate, 0);
+        (base, len, closed)
+    }
+
     /// `Hook::push_lazy_frame`, inline: with the gate open and room left, record
     /// the call on `receiver` in the thread's lazy frames (`analyses::pass::LazyFrames`:
     /// the entry saves both words, which become 0) and jump to `done` with
@@ -1807,11 +1819,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             LAZY_RECEIVER, LAZY_SAVED_NESTED, LAZY_SAVED_WORD, LAZY_WORD,
         };
         let m = MemFlagsData::trusted();
-        let base = self.thread_field(OFF_LAZY_FRAMES);
-        let gate_at = self.thread_field(OFF_LAZY_GATE);
-        let gate = self.b.ins().load(I64, m, gate_at, 0);
-        let len = self.b.ins().load(I64, m, base, LAZY_LEN);
-        let closed = self.b.ins().icmp_imm_s(IntCC::NotEqual, gate, 0);
+        let (base, len, closed) = self.lazy_frames_state();
         let full =
             self.b
                 .ins()
@@ -1852,11 +1860,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             LAZY_SAVED_WORD, LAZY_WORD,
         };
         let m = MemFlagsData::trusted();
-        let base = self.thread_field(OFF_LAZY_FRAMES);
-        let gate_at = self.thread_field(OFF_LAZY_GATE);
-        let gate = self.b.ins().load(I64, m, gate_at, 0);
-        let len = self.b.ins().load(I64, m, base, LAZY_LEN);
-        let closed = self.b.ins().icmp_imm_s(IntCC::NotEqual, gate, 0);
+        let (base, len, closed) = self.lazy_frames_state();
         let empty = self.b.ins().icmp_imm_s(IntCC::Equal, len, 0);
         let no = self.b.ins().bor(closed, empty);
         let pop = self.b.create_block();
