@@ -46,30 +46,29 @@ impl Bridge {
         let prog = &env.image.program;
         let funcs = prog.funcs.len();
         let sync = lang::bigfoot::sync_summaries(prog);
+        // An instance method, not synchronized, whose `Enter`/`Exit` carry no
+        // reference: no argument besides the receiver, no result.
+        let plain_call = |f: &lang::ir::Function| {
+            f.kind != lang::ir::FuncKind::Static
+                && !f.is_synchronized
+                && !f.ret.is_ref()
+                && (1..f.num_params as usize).all(|p| !f.locals[p].ty.is_ref())
+        };
         let elidable = prog
             .funcs
             .iter()
             .zip(&sync)
-            .map(|(f, s)| {
-                f.kind != lang::ir::FuncKind::Static
-                    && !f.is_synchronized
-                    && *s == (false, false)
-                    && !f.ret.is_ref()
-                    && (1..f.num_params as usize).all(|i| !f.locals[i].ty.is_ref())
-            })
+            .map(|(f, s)| plain_call(f) && *s == (false, false))
             .collect();
         let lazy = prog
             .funcs
             .iter()
             .enumerate()
-            .map(|(i, f)| {
-                f.kind != lang::ir::FuncKind::Static
-                    && !f.is_synchronized
+            .map(|(id, f)| {
+                plain_call(f)
                     && !f.is_deterministic
                     && !f.is_atomic
-                    && !f.ret.is_ref()
-                    && (1..f.num_params as usize).all(|i| !f.locals[i].ty.is_ref())
-                    && chain.lazy_frames_of(analyses::MethodId(i as u32))
+                    && chain.lazy_frames_of(analyses::MethodId(id as u32))
             })
             .collect();
         Bridge {
