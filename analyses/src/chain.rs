@@ -490,6 +490,15 @@ impl Chain {
         all.next().is_none().then_some(f)
     }
 
+    /// Let the pass with `cx`'s lazy frames end the recorded calls its producer ended
+    /// without their `Exit` ([`Pass::flush_lazy`]), with no event.
+    pub fn flush_lazy(&self, cx: &mut ThreadCx) {
+        let ThreadCx { state, locals, .. } = cx;
+        for (p, l) in self.passes.iter().zip(locals.iter_mut()) {
+            p.flush_lazy(state, l.as_mut());
+        }
+    }
+
     /// Whether calls of `method` (an instance method, not synchronized,
     /// `deterministic` or `atomic`, with no reference argument besides the receiver
     /// and no reference result) may be recorded in the thread's lazy frames

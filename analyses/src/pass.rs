@@ -107,42 +107,59 @@ pub const LAZY_FRAMES: usize = 8;
 /// calls into frames of its own at the start of every event it receives
 /// ([`LazyFrames::take`]).
 ///
-/// A push ([`LazyFrames::push`]) saves both words in the call's entry and sets them
-/// to 0 (nothing inline: the producer delivers every access a word would decide);
-/// a pop ([`LazyFrames::pop`]) of a call the pass never saw restores them, as the
-/// pass's `Exit` would have left them: nothing reached the pass in between, so its
-/// frames and its words are those before the push. Once the pass has taken the
-/// calls (`len` 0), their `Exit` is delivered as usual.
+/// `frames[..len]` are the recorded calls that are still running, outermost first:
+/// `frames[..taken]` the ones the pass has taken (it has frames for them), the rest
+/// not yet. A push ([`LazyFrames::push`]) saves both words in the call's entry and
+/// sets them to 0 (nothing inline: the producer delivers every access a word would
+/// decide). A pop ([`LazyFrames::pop`]) of an entry whose `poppable` is set ends the
+/// call without an `Exit`: it restores the words saved in the entry, and counts the
+/// entry in `popped` if the pass had taken it, so that the pass ends the call's frame
+/// at its next event, as the `Exit` would have ([`LazyFrames::take_popped`]). An
+/// entry the pass has not taken is always poppable, and its saved words are those
+/// before the push: nothing reached the pass in between, so its frames and words are
+/// those before the call. For an entry it has taken, the pass keeps the saved words
+/// at what its `Exit` would leave ([`LazyFrames::set_exit`]) and clears `poppable`
+/// when the `Exit` must reach it; then the producer delivers the `Exit`, and the pass
+/// drops the entry ([`LazyFrames::drop_taken`]).
 #[repr(C)]
 pub struct LazyFrames {
     /// The pass's word for its inline filter ([`Pass::inline_filter_word`]).
     pub word: AtomicU64,
     /// The pass's nested-call word ([`Pass::nested_call_word`]).
     pub nested: AtomicU64,
-    /// Calls recorded and not yet taken by the pass, in `frames[..len]`.
+    /// Calls recorded and still running, in `frames[..len]`.
     pub len: AtomicU64,
+    /// How many of them, from the outermost, the pass has taken.
+    pub taken: AtomicU64,
+    /// Taken calls the producer has ended since the pass last looked.
+    pub popped: AtomicU64,
     pub frames: [LazyFrame; LAZY_FRAMES],
 }
 
-/// One recorded call: its receiver and method, and the thread's two words before it.
+/// One recorded call: its receiver and method, the thread's two words to restore
+/// when it ends, and whether the producer may end it without its `Exit`.
 #[repr(C)]
 pub struct LazyFrame {
     pub receiver: AtomicU64,
     pub method: AtomicU64,
     pub word: AtomicU64,
     pub nested: AtomicU64,
+    pub poppable: AtomicU64,
 }
 
 /// Byte offsets in [`LazyFrames`] and [`LazyFrame`], for generated code.
 pub const LAZY_WORD: i32 = std::mem::offset_of!(LazyFrames, word) as i32;
 pub const LAZY_NESTED: i32 = std::mem::offset_of!(LazyFrames, nested) as i32;
 pub const LAZY_LEN: i32 = std::mem::offset_of!(LazyFrames, len) as i32;
+pub const LAZY_TAKEN: i32 = std::mem::offset_of!(LazyFrames, taken) as i32;
+pub const LAZY_POPPED: i32 = std::mem::offset_of!(LazyFrames, popped) as i32;
 pub const LAZY_FRAME0: i32 = std::mem::offset_of!(LazyFrames, frames) as i32;
 pub const LAZY_FRAME_BYTES: i32 = std::mem::size_of::<LazyFrame>() as i32;
 pub const LAZY_RECEIVER: i32 = std::mem::offset_of!(LazyFrame, receiver) as i32;
 pub const LAZY_METHOD: i32 = std::mem::offset_of!(LazyFrame, method) as i32;
 pub const LAZY_SAVED_WORD: i32 = std::mem::offset_of!(LazyFrame, word) as i32;
 pub const LAZY_SAVED_NESTED: i32 = std::mem::offset_of!(LazyFrame, nested) as i32;
+pub const LAZY_POPPABLE: i32 = std::mem::offset_of!(LazyFrame, poppable) as i32;
 
 impl LazyFrames {
     /// No calls; both words 0.
@@ -151,12 +168,15 @@ impl LazyFrames {
             word: AtomicU64::new(0),
             nested: AtomicU64::new(0),
             len: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+            popped: AtomicU64::new(0),
             frames: [const {
                 LazyFrame {
                     receiver: AtomicU64::new(0),
                     method: AtomicU64::new(0),
                     word: AtomicU64::new(0),
                     nested: AtomicU64::new(0),
+                    poppable: AtomicU64::new(0),
                 }
             }; LAZY_FRAMES],
         }
@@ -174,40 +194,99 @@ impl LazyFrames {
         f.method.store(method as u64, Relaxed);
         f.word.store(self.word.load(Relaxed), Relaxed);
         f.nested.store(self.nested.load(Relaxed), Relaxed);
+        f.poppable.store(1, Relaxed);
         self.word.store(0, Relaxed);
         self.nested.store(0, Relaxed);
         self.len.store(n as u64 + 1, Relaxed);
         true
     }
 
-    /// End the innermost recorded call, which is the running one if any is left
-    /// (false: the pass has taken them, deliver its `Exit`). The caller has found
-    /// the pass's gate at 0 (otherwise the pass must recompute its words: deliver).
+    /// End the innermost recorded call, which is the running one if any is left,
+    /// without its `Exit` (false: none is left, or the pass needs the `Exit`; deliver
+    /// it). The caller has found the pass's gate at 0 (otherwise the pass must
+    /// recompute its words: deliver).
     pub fn pop(&self) -> bool {
         use std::sync::atomic::Ordering::Relaxed;
-        let n = self.len.load(Relaxed) as usize;
+        let n = self.len.load(Relaxed);
         if n == 0 {
             return false;
         }
-        let f = &self.frames[n - 1];
+        let f = &self.frames[n as usize - 1];
+        if f.poppable.load(Relaxed) == 0 {
+            return false;
+        }
         self.word.store(f.word.load(Relaxed), Relaxed);
         self.nested.store(f.nested.load(Relaxed), Relaxed);
-        self.len.store(n as u64 - 1, Relaxed);
+        self.len.store(n - 1, Relaxed);
+        if n <= self.taken.load(Relaxed) {
+            self.taken.store(n - 1, Relaxed);
+            self.popped.store(self.popped.load(Relaxed) + 1, Relaxed);
+        }
         true
     }
 
-    /// The recorded calls, outermost first, as `(receiver, method)`; none are left.
-    pub fn take(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+    /// The calls recorded since the pass last took them, outermost first, as
+    /// `(entry, receiver, method)`; they are taken now.
+    pub fn take(&self) -> impl Iterator<Item = (usize, u64, u32)> + '_ {
         use std::sync::atomic::Ordering::Relaxed;
-        let n = self.len.swap(0, Relaxed) as usize;
-        self.frames[..n]
-            .iter()
-            .map(|f| (f.receiver.load(Relaxed), f.method.load(Relaxed) as u32))
+        let n = self.len.load(Relaxed) as usize;
+        let from = self.taken.swap(n as u64, Relaxed) as usize;
+        self.frames[from..n].iter().enumerate().map(move |(i, f)| {
+            (
+                from + i,
+                f.receiver.load(Relaxed),
+                f.method.load(Relaxed) as u32,
+            )
+        })
     }
 
     /// Whether calls are recorded that the pass has not taken.
     pub fn pending(&self) -> bool {
-        self.len.load(std::sync::atomic::Ordering::Relaxed) != 0
+        use std::sync::atomic::Ordering::Relaxed;
+        self.len.load(Relaxed) > self.taken.load(Relaxed)
+    }
+
+    /// How many taken calls the producer has ended since the last call (innermost
+    /// first, each without its `Exit`); none from now.
+    pub fn take_popped(&self) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = self.popped.load(Relaxed);
+        if n != 0 {
+            self.popped.store(0, Relaxed);
+        }
+        n
+    }
+
+    /// Whether the producer has ended taken calls the pass has not looked at.
+    pub fn has_popped(&self) -> bool {
+        self.popped.load(std::sync::atomic::Ordering::Relaxed) != 0
+    }
+
+    /// For the taken call at `entry`: the words its `Exit` would leave, and whether
+    /// the producer may end it without that `Exit`.
+    pub fn set_exit(&self, entry: usize, word: u64, nested: u64, poppable: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let f = &self.frames[entry];
+        f.word.store(word, Relaxed);
+        f.nested.store(nested, Relaxed);
+        f.poppable.store(u64::from(poppable), Relaxed);
+    }
+
+    /// Whether the producer may end the taken call at `entry` without its `Exit`.
+    pub fn set_poppable(&self, entry: usize, poppable: bool) {
+        self.frames[entry]
+            .poppable
+            .store(u64::from(poppable), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Forget the taken call at `entry`, the innermost recorded one, whose `Exit`
+    /// the pass received.
+    pub fn drop_taken(&self, entry: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        debug_assert_eq!(self.len.load(Relaxed), entry as u64 + 1);
+        debug_assert_eq!(self.taken.load(Relaxed), entry as u64 + 1);
+        self.len.store(entry as u64, Relaxed);
+        self.taken.store(entry as u64, Relaxed);
     }
 }
 
@@ -792,6 +871,14 @@ pub trait Pass: Send + Sync {
         false
     }
 
+    /// End the recorded calls that the producer ended without their `Exit` since the
+    /// pass last saw an event ([`LazyFrames::take_popped`]), as those `Exit` events
+    /// would have, with no event: a producer that decides itself when threads switch
+    /// (a seeded schedule) calls it before another thread may run, so that what the
+    /// pass shares with other threads is what the delivered `Exit` events would have
+    /// left. The pass does the same at the start of its next event.
+    fn flush_lazy(&self, _t: &ThreadState, _local: &mut Local) {}
+
     /// The thread's word for this pass's [`InlineFilter`], when its test depends on
     /// the thread's state ([`InlineFilter::CapsuleProtected`]), inside its state
     /// `local` (so its address is stable while the thread runs). Only this thread's
@@ -880,17 +967,49 @@ mod tests {
         assert!(!f.push(0xdead, 99), "no room: the `Enter` is delivered");
         let taken: Vec<_> = f.take().collect();
         assert_eq!(taken.len(), LAZY_FRAMES);
-        assert_eq!(taken[0], (0x100, 0));
-        assert_eq!(taken[LAZY_FRAMES - 1], (0x100 * LAZY_FRAMES as u64, 7));
+        assert_eq!(taken[0], (0, 0x100, 0));
+        assert_eq!(
+            taken[LAZY_FRAMES - 1],
+            (LAZY_FRAMES - 1, 0x100 * LAZY_FRAMES as u64, 7)
+        );
         assert_eq!(f.take().count(), 0);
-        // Taken calls end with their `Exit`.
-        assert!(!f.pop());
+        assert!(!f.pending());
+    }
+
+    #[test]
+    fn taken_calls_end_as_the_pass_says_and_are_counted_for_it() {
+        let f = LazyFrames::new();
+        f.word.store(3, Relaxed);
+        assert!(f.push(0x1000, 7));
+        assert!(f.push(0x1000, 8));
+        assert_eq!(f.take().count(), 2);
+        // The pass's words after taking both, and what each call's `Exit` leaves:
+        // the inner one must reach the pass.
+        f.word.store(5, Relaxed);
+        f.set_exit(0, 3, 0, true);
+        f.set_exit(1, 9, 0x1000, false);
+        assert!(!f.pop(), "the pass needs this `Exit`");
+        assert_eq!(f.word.load(Relaxed), 5);
+        f.drop_taken(1);
+        // A call recorded above a taken one: ended as untaken, not counted.
+        assert!(f.push(0x2000, 9));
+        assert!(f.pending());
+        assert!(f.pop());
+        assert_eq!(f.word.load(Relaxed), 5);
+        assert!(!f.has_popped());
+        // The outer taken call: its `Exit`'s words, counted for the pass.
+        assert!(f.pop());
+        assert_eq!(f.word.load(Relaxed), 3);
+        assert!(f.has_popped());
+        assert_eq!(f.take_popped(), 1);
+        assert_eq!(f.take_popped(), 0);
+        assert!(!f.pop(), "none left");
     }
 
     #[test]
     fn lazy_frame_offsets_match_the_layout() {
         assert_eq!(LAZY_FRAME0 % 8, 0);
-        assert_eq!(LAZY_FRAME_BYTES, 32);
+        assert_eq!(LAZY_FRAME_BYTES, 40);
         let f = LazyFrames::new();
         let base = &f as *const LazyFrames as usize;
         assert_eq!(

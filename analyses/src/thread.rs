@@ -62,6 +62,16 @@ impl ThreadState {
     pub fn frame_depth(&self) -> usize {
         self.frame_depth
     }
+    /// The method and call site of the innermost frame of the stack last handed to
+    /// [`crate::Chain::sync_frames`] (none without one, or on an empty stack): its
+    /// call's `Exit` comes at that site, in context [`ThreadState::ctx`].
+    pub fn top_frame(&self) -> Option<(MethodId, crate::event::SiteId)> {
+        if !self.stack_synced || self.frame_depth == 0 {
+            return None;
+        }
+        let w = *self.frame_words.get(self.frame_depth - 1)?;
+        Some(crate::ctx::unpack_frame(w))
+    }
     pub fn holds(&self, lock: ObjId) -> bool {
         self.held.contains(&lock)
     }

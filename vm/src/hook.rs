@@ -171,10 +171,29 @@ impl Hook {
     }
 
     /// End the running call, recorded by [`Hook::push_lazy_frame`], without an
-    /// `Exit`: true if the chain has not taken it since and the gate is still open;
+    /// `Exit`: true if the gate is still open and the chain has not taken the call
+    /// since, or has and lets the producer end it (`analyses::pass::LazyFrames::pop`);
     /// otherwise the tier delivers its `Exit`.
     pub fn pop_lazy_frame(&self) -> bool {
         self.open_lazy_frames().is_some_and(|f| f.pop())
+    }
+
+    /// Before another thread may run under a seeded schedule: let the chain end the
+    /// recorded calls that ended without their `Exit` (`analyses::Chain::flush_lazy`),
+    /// so that other threads see what those `Exit` events would have left.
+    #[inline]
+    pub fn flush_lazy(&mut self) {
+        let Some(on) = &mut self.0 else {
+            return;
+        };
+        if on.lazy == 0 {
+            return;
+        }
+        // SAFETY: as in `open_lazy_frames`.
+        let f = unsafe { &*(on.lazy as *const analyses::pass::LazyFrames) };
+        if f.has_popped() {
+            on.bridge.chain.flush_lazy(&mut on.cx);
+        }
     }
 
     /// The addresses of the thread's lazy frames and of their gate

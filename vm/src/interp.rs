@@ -141,7 +141,10 @@ impl Interp {
     }
 
     #[inline]
-    fn point(&self) -> Result<(), Stop> {
+    fn point(&mut self) -> Result<(), Stop> {
+        if self.seeded {
+            self.hook.flush_lazy();
+        }
         self.rt.sched.point(self.tid, self.seeded)
     }
 
@@ -551,7 +554,7 @@ impl Interp {
     /// field's word index and location.
     #[inline]
     fn field(
-        &self,
+        &mut self,
         prog: &Program,
         o: u64,
         field: FieldRef,

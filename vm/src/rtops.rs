@@ -282,7 +282,10 @@ impl Guest<'_> {
 
     /// A scheduling point.
     #[inline]
-    pub fn point(&self) -> Result<(), Stop> {
+    pub fn point(&mut self) -> Result<(), Stop> {
+        if self.seeded {
+            self.hook.flush_lazy();
+        }
         self.rt.sched.point(self.tid, self.seeded)
     }
 

@@ -279,3 +279,90 @@ fn recorded_capsule_calls_decide_as_delivered_ones() {
     assert!(recorded > 100, "{recorded} calls recorded");
     assert!(violations > 0);
 }
+
+/// Capsule calls the chain has taken (their first state access reached it) and whose
+/// exit the producer makes without an `Exit` (`analyses::pass::LazyFrames::pop`):
+/// `Main`'s `bump` calls, whose exits `capsule` records at its next event, the last
+/// one at the `Fork` that hands the capsule over (a missing or late exit would make
+/// `User`'s calls a violation), and `viaHelper`, whose first state access runs in a
+/// helper of another class, so that its `Exit` cannot be predicted and is delivered.
+const TAKEN_CALLS: &str = "
+capsule class C {
+    int x;
+    int bump() { x = x + 1; return x; }
+    int viaHelper() { return H.work(); }
+    int twice() { return bump() + bump(); }
+}
+class Obj { int v; }
+class H {
+    static int work() { Obj o = new Obj(); o.v = 2; return o.v; }
+}
+class User {
+    void run(C c) {
+        int s = 0;
+        for (int i = 0; i < 30; i = i + 1) { s = s + c.bump() + c.twice(); }
+        print(s);
+    }
+}
+class Main {
+    static void main() {
+        C c = new C();
+        int s = 0;
+        for (int i = 0; i < 30; i = i + 1) { s = s + c.bump() + c.viaHelper(); }
+        Thread t = fork new User().run(c);
+        t.join();
+        s = s + c.twice();
+        print(s);
+    }
+}";
+
+#[test]
+fn taken_capsule_calls_end_without_their_exit_and_decide_alike() {
+    // The `Exit` events `capsule` received.
+    let exits = |report: &serde_json::Value| -> u64 {
+        report["stats"]["passes"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == "capsule"))
+            .and_then(|p| p["by_kind"]["exit"].as_u64())
+            .unwrap_or(0)
+    };
+    let mut failures = Vec::new();
+    for tools in ["capsule:fasttrack", "escape:capsule:fasttrack"] {
+        for seed in 1..5 {
+            let mut reports = Vec::new();
+            for tier in [vm::Tier::Interp, vm::Tier::Jit] {
+                let run = |elide: bool| {
+                    let prog = vm::testing::program_oracles::compile(TAKEN_CALLS).unwrap();
+                    let cfg = vm::RunConfig {
+                        tools: Some(tools.into()),
+                        tier,
+                        sched: vm::SchedKind::Seeded(seed),
+                        elide_frames: elide,
+                        ..vm::RunConfig::default()
+                    };
+                    vm::run_program(prog, &cfg).expect("run").report
+                };
+                let (all, recorded) = (run(false), run(true));
+                // Without recording every call delivers its `Exit` (183); with it,
+                // only the 30 `viaHelper` calls do: `bump` and `twice` (taken at its
+                // first nested `bump`) end in the producer.
+                let (n_all, n_recorded) = (exits(&all), exits(&recorded));
+                if n_all < 150 || n_recorded > 40 {
+                    failures.push(format!(
+                        "{tools} {tier:?} seed {seed}: {n_all} exits delivered, {n_recorded} with recording"
+                    ));
+                }
+                let (a, _) = vm::testing::program_oracles::without_frame_counts(&all);
+                let (b, _) = vm::testing::program_oracles::without_frame_counts(&recorded);
+                if a != b || a.to_string().contains("capsule-violation") {
+                    failures.push(format!("{tools} {tier:?} seed {seed}:\n{a:#}\n---\n{b:#}"));
+                }
+                reports.push(b);
+            }
+            if reports[0] != reports[1] {
+                failures.push(format!("{tools} seed {seed}: the tiers differ"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

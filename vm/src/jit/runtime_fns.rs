@@ -289,7 +289,12 @@ fn site(s: u64) -> SiteId {
 
 /// A scheduling point (emitted only under `--sched seeded`).
 extern "C" fn jit_point(t: *mut JitThread) {
-    guarded(t, |t| t.rt.sched.point(t.tid as Tid, t.seeded).map(|_| 0));
+    guarded(t, |t| {
+        if t.seeded {
+            t.hook.flush_lazy();
+        }
+        t.rt.sched.point(t.tid as Tid, t.seeded).map(|_| 0)
+    });
 }
 
 /// The runtime errors detected inline (see [`err`]); `a`/`b` are details.

@@ -1816,7 +1816,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn push_lazy_frame(&mut self, receiver: Value, call: ir::Block, done: ir::Block) {
         use analyses::pass::{
             LAZY_FRAME_BYTES, LAZY_FRAME0, LAZY_FRAMES, LAZY_LEN, LAZY_METHOD, LAZY_NESTED,
-            LAZY_RECEIVER, LAZY_SAVED_NESTED, LAZY_SAVED_WORD, LAZY_WORD,
+            LAZY_POPPABLE, LAZY_RECEIVER, LAZY_SAVED_NESTED, LAZY_SAVED_WORD, LAZY_WORD,
         };
         let m = MemFlagsData::trusted();
         let (base, len, closed) = self.lazy_frames_state();
@@ -1835,6 +1835,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             .ins()
             .store(m, receiver, e, LAZY_FRAME0 + LAZY_RECEIVER);
         self.b.ins().store(m, method, e, LAZY_FRAME0 + LAZY_METHOD);
+        let one = self.iconst(1);
+        self.b.ins().store(m, one, e, LAZY_FRAME0 + LAZY_POPPABLE);
         let zero = self.iconst(0);
         for (word, saved) in [
             (LAZY_WORD, LAZY_SAVED_WORD),
@@ -1851,24 +1853,30 @@ impl<'a, 'b> Translator<'a, 'b> {
     }
 
     /// `Hook::pop_lazy_frame`, inline, for a call whose prologue returned
-    /// `rtops::LAZY_FRAME`: with the gate open and a recorded call left (the
-    /// running one), restore both words from its entry, drop it and jump to
-    /// `done`; otherwise jump to `call` (the chain has taken the frame: its `Exit`).
+    /// `rtops::LAZY_FRAME` (`analyses::pass::LazyFrames::pop`): with the gate open
+    /// and a recorded call left (the running one) that the producer may end, restore
+    /// both words from its entry, drop it (counting it as `popped` if the chain had
+    /// taken it) and jump to `done`; otherwise jump to `call` (the chain needs its
+    /// `Exit`).
     fn pop_lazy_frame(&mut self, call: ir::Block, done: ir::Block) {
         use analyses::pass::{
-            LAZY_FRAME_BYTES, LAZY_FRAME0, LAZY_LEN, LAZY_NESTED, LAZY_SAVED_NESTED,
-            LAZY_SAVED_WORD, LAZY_WORD,
+            LAZY_FRAME_BYTES, LAZY_FRAME0, LAZY_LEN, LAZY_NESTED, LAZY_POPPABLE, LAZY_POPPED,
+            LAZY_SAVED_NESTED, LAZY_SAVED_WORD, LAZY_TAKEN, LAZY_WORD,
         };
         let m = MemFlagsData::trusted();
         let (base, len, closed) = self.lazy_frames_state();
         let empty = self.b.ins().icmp_imm_s(IntCC::Equal, len, 0);
         let no = self.b.ins().bor(closed, empty);
-        let pop = self.b.create_block();
-        self.b.ins().brif(no, call, &[], pop, &[]);
-        self.b.switch_to_block(pop);
+        let entry = self.b.create_block();
+        self.b.ins().brif(no, call, &[], entry, &[]);
+        self.b.switch_to_block(entry);
         let len1 = self.b.ins().iadd_imm_s(len, -1);
         let off = self.b.ins().imul_imm_s(len1, LAZY_FRAME_BYTES as i64);
         let e = self.b.ins().iadd(base, off);
+        let poppable = self.b.ins().load(I64, m, e, LAZY_FRAME0 + LAZY_POPPABLE);
+        let pop = self.b.create_block();
+        self.b.ins().brif(poppable, pop, &[], call, &[]);
+        self.b.switch_to_block(pop);
         for (word, saved) in [
             (LAZY_WORD, LAZY_SAVED_WORD),
             (LAZY_NESTED, LAZY_SAVED_NESTED),
@@ -1877,6 +1885,18 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().store(m, w, base, word);
         }
         self.b.ins().store(m, len1, base, LAZY_LEN);
+        // A call the chain has taken: it ends the call's frame at its next event.
+        let taken = self.b.ins().load(I64, m, base, LAZY_TAKEN);
+        let was_taken = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThanOrEqual, len, taken);
+        let taken1 = self.b.ins().select(was_taken, len1, taken);
+        self.b.ins().store(m, taken1, base, LAZY_TAKEN);
+        let popped = self.b.ins().load(I64, m, base, LAZY_POPPED);
+        let inc = self.b.ins().uextend(I64, was_taken);
+        let popped1 = self.b.ins().iadd(popped, inc);
+        self.b.ins().store(m, popped1, base, LAZY_POPPED);
         self.b.ins().jump(done, &[]);
     }
 

@@ -5,18 +5,28 @@
 //! another pass of the chain takes them all (frames without a capsule, never an
 //! executor). Whose code runs (encapsulation) is `ThreadState::method`.
 
-use crate::event::ObjId;
+use crate::ctx::CtxId;
+use crate::event::{ObjId, SiteId};
 
 #[derive(Copy, Clone, Debug)]
 pub struct Frame {
     /// The class declaring the method.
     pub class: u32,
+    /// The method.
+    pub method: u32,
     /// The capsule whose method this is (receiver of a capsule class).
     pub capsule: Option<ObjId>,
     /// The lazy synchronization check was done in this call.
     pub checked: bool,
     /// This call holds the capsule (the check made it the occupant).
     pub holds: bool,
+    /// The call's entry in the thread's lazy frames (`crate::pass::LazyFrames`),
+    /// if the producer recorded it there instead of delivering its `Enter`.
+    pub entry: Option<u8>,
+    /// For a call that holds its capsule: the site and context of its `Exit`,
+    /// when known at its check (the check's access ran in the call's own method, at
+    /// the top of the stack); a producer may then end the call without that `Exit`.
+    pub exit_at: Option<(SiteId, CtxId)>,
 }
 
 #[derive(Default)]
@@ -52,9 +62,33 @@ impl Frames {
             .find(|&i| live(&self.frames[i]))
     }
 
+    /// The executor of the outermost `n` frames ([`Frames::executor`] with the
+    /// frames above them gone).
+    pub fn executor_below(&self, n: usize, live: impl Fn(&Frame) -> bool) -> Option<usize> {
+        self.caps
+            .iter()
+            .rev()
+            .copied()
+            .filter(|&i| i < n)
+            .find(|&i| live(&self.frames[i]))
+    }
+
     /// Index of the innermost capsule call, live or not.
     pub fn innermost_capsule_call(&self) -> Option<usize> {
         self.caps.last().copied()
+    }
+
+    /// Index of the innermost capsule call among the outermost `n` frames.
+    pub fn innermost_capsule_call_below(&self, n: usize) -> Option<usize> {
+        self.caps.iter().rev().copied().find(|&i| i < n)
+    }
+
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
     }
 
     /// Whether a capsule call outside frame `i` holds capsule `k` (its check made the

@@ -103,8 +103,29 @@
 //! before that (an outer `Random.nextDouble`, whose state accesses are in its
 //! nested `next` calls) is popped by the producer, which restores the words saved
 //! in its entry: a push and a pop with nothing between them leave the pass's state
-//! as it was. Every decision, warning and statistic is that of delivered
-//! `Enter`/`Exit` events, but for those events' counts.
+//! as it was.
+//!
+//! A call the pass has taken may end without its `Exit` too. For each, the pass
+//! keeps in its entry the words its `Exit` would leave (those of the frames below,
+//! which change only at a `Release` while the call runs: the executor is the
+//! innermost capsule call), and whether the producer may end it: always, unless the
+//! call holds its capsule and the site and context of its `Exit` are unknown. They
+//! are known when the check that made it the occupant ran in the call's own method
+//! at the top of the stack: the `Exit` comes at the call's site, in that context.
+//! The producer then restores the words and counts the call as ended;
+//! [`Capsule::end_popped`] pops its frame at the pass's next event and records the
+//! exit of a call that held its capsule, with the thread's clock, which only the
+//! chain's services change, after an event. So the exit is recorded later than the
+//! `Exit` would have recorded it, with nothing of this thread between. Until then
+//! another thread sees the capsule occupied rather than exited; either way the
+//! owner has published nothing since, so that thread's check fails as it would have
+//! at a moment when the call was still running, and it reports the call's entry
+//! instead of its exit. Under a seeded schedule, where that moment would differ
+//! from a run with every `Exit`, the producer lets the pass end such calls before
+//! another thread may run ([`Pass::flush_lazy`]). Every decision, warning and
+//! statistic is that of delivered `Enter`/`Exit` events, but for those events'
+//! counts; a debug build checks the `Exit` site and context the check predicted
+//! against each delivered `Exit`.
 //!
 //! # Chaining with `escape`
 //! Each filter must account for every reference write into a member of its own set.
@@ -287,75 +308,144 @@ impl Capsule {
 
     /// The executor's frame index (innermost call of a live capsule).
     fn executor(&self, l: &CapsuleLocal) -> Option<usize> {
+        self.executor_below(l, l.frames.len())
+    }
+
+    /// The executor with only the outermost `n` frames on the stack.
+    fn executor_below(&self, l: &CapsuleLocal, n: usize) -> Option<usize> {
         // While no class was demoted, every capsule call's class is a capsule class
         // (a frame gets its capsule only then): the innermost capsule call. A
         // demotion counts itself before it changes the class's status, so a thread
         // that sees the new status sees the count too.
         if self.demotions.load(Ordering::Acquire) == 0 {
-            return l.frames.innermost_capsule_call();
+            return l.frames.innermost_capsule_call_below(n);
         }
         l.frames
-            .executor(|f| self.status(f.class) == Status::Capsule)
+            .executor_below(n, |f| self.status(f.class) == Status::Capsule)
     }
 
-    /// The inline test's bits for the thread's frames ([`InlineFilter::CapsuleProtected`]):
-    /// without an executor a capsule-protected access is dropped and a capsule-shared
-    /// one forwarded with the thread as owner, nothing else; with one whose call has
-    /// been checked a capsule-protected access is dropped, nothing else.
+    /// The thread's two words for the outermost `n` frames: the inline test's bits
+    /// ([`InlineFilter::CapsuleProtected`]) and the nested-call word.
     ///
-    /// A proven `this.f` runs in the innermost frame (a call on `this`); when that
-    /// call is the executor and has been checked, the access is a capsule access with
-    /// nothing left to check: [`CAPSULE_WORD_OWN`].
-    fn ready_bits(&self, l: &CapsuleLocal) -> u64 {
-        match self.executor(l) {
+    /// Without an executor a capsule-protected access is dropped and a
+    /// capsule-shared one forwarded with the thread as owner, nothing else; with one
+    /// whose call has been checked a capsule-protected access is dropped, nothing
+    /// else. A proven `this.f` runs in the innermost frame (a call on `this`); when
+    /// that call is the executor and has been checked, the access is a capsule access
+    /// with nothing left to check: [`CAPSULE_WORD_OWN`].
+    ///
+    /// A call on the innermost frame's capsule, when that frame is checked, would
+    /// push a frame of the same class and capsule, checked (`Frames::held`: the
+    /// innermost frame's check, or an outer call's hold, is still in force) and
+    /// holding nothing: the decisions within it are the same with or without that
+    /// frame (the innermost checked frame on `k` is the executor, or a demoted
+    /// class's frames are skipped alike), and its `Exit` would pop it and leak nothing
+    /// (no reference result). A release in the call would uncheck the frames; the
+    /// producer elides only calls that cannot release. So the nested-call word is
+    /// that capsule.
+    fn words_below(&self, l: &CapsuleLocal, n: usize) -> (u64, u64) {
+        let word = match self.executor_below(l, n) {
             None => CAPSULE_WORD_DROP | CAPSULE_WORD_FORWARD,
             Some(i) if l.frames.get(i).checked => {
-                let own = l.frames.is_innermost(i);
+                let own = i + 1 == n;
                 CAPSULE_WORD_DROP | if own { CAPSULE_WORD_OWN } else { 0 }
             }
             Some(_) => 0,
-        }
-    }
-
-    /// Store [`Capsule::ready_bits`] into the thread's word (only this thread reads
-    /// it, from its generated code; a demotion by another thread closes the gate
-    /// instead).
-    fn refresh(&self, l: &CapsuleLocal) {
-        l.inline.word.store(self.ready_bits(l), Ordering::Relaxed);
-        // A call on that capsule would push a frame of the same class and capsule,
-        // checked (`Frames::held`: the innermost frame's check, or an outer call's
-        // hold, is still in force) and holding nothing: the decisions within it are
-        // the same with or without that frame (the innermost checked frame on `k`
-        // is the executor, or a demoted class's frames are skipped alike), and its
-        // `Exit` would pop it and leak nothing (no reference result). A release in
-        // the call would uncheck the frames; the producer elides only calls that
-        // cannot release.
-        let k = match l.frames.last() {
+        };
+        let nested = match n.checked_sub(1).map(|i| l.frames.get(i)) {
             Some(f) if f.checked => f.capsule.map_or(0, |k| k.0),
             _ => 0,
         };
-        l.inline.nested.store(k, Ordering::Relaxed);
+        (word, nested)
     }
 
-    /// Push the frames of the calls the producer recorded instead of delivering
-    /// their `Enter` ([`LazyFrames`]), as `Enter` would have pushed them: each is a
-    /// call on a capsule, recorded while no class had been demoted (the gate was
-    /// open), so its receiver was a live capsule then, and no event reached this
-    /// pass since, so the frames below are as they were at the call. Its `Enter`
-    /// carried no reference argument to leak.
-    fn take_lazy(&self, heap: &dyn HeapView, l: &mut CapsuleLocal) {
+    /// Store [`Capsule::words_below`] of all frames into the thread's words (only
+    /// this thread reads them, from its generated code; a demotion by another thread
+    /// closes the gate instead).
+    fn refresh(&self, l: &CapsuleLocal) {
+        let (word, nested) = self.words_below(l, l.frames.len());
+        l.inline.word.store(word, Ordering::Relaxed);
+        l.inline.nested.store(nested, Ordering::Relaxed);
+    }
+
+    /// For frame `i`, if the producer recorded its call: what the call's `Exit` would
+    /// leave in the thread's words (those of the frames below it), and whether the
+    /// producer may end it without that `Exit` (it holds nothing, or its `Exit`'s
+    /// site and context are known: [`Capsule::end_popped`] ends it as the `Exit`
+    /// would).
+    fn set_exit(&self, l: &CapsuleLocal, i: usize) {
+        let f = *l.frames.get(i);
+        if let Some(e) = f.entry {
+            let (word, nested) = self.words_below(l, i);
+            let poppable = !f.holds || f.exit_at.is_some();
+            l.inline.set_exit(usize::from(e), word, nested, poppable);
+        }
+    }
+
+    /// End the frames of the recorded calls that the producer ended without their
+    /// `Exit` ([`LazyFrames::take_popped`]), innermost first, as the `Exit` would
+    /// have: pop the frame, and record the exit of a call that holds its capsule.
+    /// Nothing reached this pass since those calls ended (this runs first at every
+    /// event), so the thread's clock is still the one of their `Exit`; the words are
+    /// what the producer restored from the entries ([`Capsule::set_exit`]).
+    fn end_popped(&self, t: &ThreadState, l: &mut CapsuleLocal) {
+        let n = l.inline.take_popped();
+        for _ in 0..n {
+            let Some(f) = l.frames.pop() else {
+                debug_assert!(false, "a recorded call the producer ended has a frame");
+                return;
+            };
+            debug_assert!(f.entry.is_some(), "the producer ends only recorded calls");
+            if let (true, Some(k), Some((site, ctx))) = (f.holds, f.capsule, f.exit_at) {
+                let at = Mark {
+                    tid: t.tid,
+                    site,
+                    ctx,
+                    event: 0,
+                };
+                self.epochs.exit(&mut l.epochs, k, t, at);
+            }
+        }
+        if n != 0 && !l.inline.pending() {
+            debug_assert_eq!(
+                self.words_below(l, l.frames.len()),
+                (
+                    l.inline.word.load(Ordering::Relaxed),
+                    l.inline.nested.load(Ordering::Relaxed)
+                ),
+                "the producer restored what the `Exit` would have left"
+            );
+        }
+    }
+
+    /// Catch up with the producer's recorded calls ([`LazyFrames`]): end the frames
+    /// of those it ended ([`Capsule::end_popped`]), then push the frames of the calls
+    /// recorded since, as their `Enter` would have pushed them: each is a call on a
+    /// capsule, recorded while no class had been demoted (the gate was open), so its
+    /// receiver was a live capsule then, and no event reached this pass since, so the
+    /// frames below are as they were at each call. Its `Enter` carried no reference
+    /// argument to leak.
+    fn take_lazy(&self, t: &ThreadState, heap: &dyn HeapView, l: &mut CapsuleLocal) {
+        self.end_popped(t, l);
         if !l.inline.pending() {
             return;
         }
-        for (receiver, method) in l.inline.take() {
+        let from = l.frames.len();
+        for (entry, receiver, method) in l.inline.take() {
             let k = ObjId(receiver);
             let checked = l.frames.held(k);
             l.frames.push(Frame {
                 class: heap.method_class(MethodId(method)),
+                method,
                 capsule: Some(k),
                 checked,
                 holds: false,
+                entry: Some(entry as u8),
+                exit_at: None,
             });
+        }
+        for i in from..l.frames.len() {
+            self.set_exit(l, i);
         }
         self.refresh(l);
     }
@@ -392,7 +482,24 @@ impl Capsule {
                 ctx: t.ctx,
                 event: ev.index,
             };
-            l.frames.get_mut(i).holds = self.epochs.enter(&mut l.epochs, k, t, at)?;
+            let holds = self.epochs.enter(&mut l.epochs, k, t, at)?;
+            // Where the call's `Exit` will come, if the access runs in the call's
+            // own method at the top of the stack: at the call's site, in this
+            // context (online events carry no index).
+            let exit_at = (holds && ev.index == 0 && l.frames.is_innermost(i))
+                .then(|| t.top_frame())
+                .flatten()
+                .filter(|&(m, _)| Some(m) == t.method && m.0 == f.method)
+                .map(|(_, site)| (site, t.ctx));
+            let g = l.frames.get_mut(i);
+            g.holds = holds;
+            g.exit_at = exit_at;
+            // The frames below are as they were: only whether the producer may end
+            // the call changes.
+            if let Some(e) = g.entry {
+                let poppable = !holds || exit_at.is_some();
+                l.inline.set_poppable(usize::from(e), poppable);
+            }
         }
         self.refresh(l);
         Ok(())
@@ -628,9 +735,16 @@ impl Pass for Capsule {
 
     /// Every capsule method the producer offers: [`Capsule::take_lazy`] pushes its
     /// frame as its `Enter` would, at the next event this pass receives, and a call
-    /// that ends before one is a push and a pop with nothing between them.
+    /// that ends before one is a push and a pop with nothing between them; one that
+    /// ends after, without its `Exit`, is ended by [`Capsule::end_popped`].
     fn lazy_frames_of(&self, method: MethodId) -> bool {
         self.wants_frames_of(method)
+    }
+
+    fn flush_lazy(&self, t: &ThreadState, local: &mut Local) {
+        if let Some(l) = local_of(local) {
+            self.end_popped(t, l);
+        }
     }
 
     /// Only the calls of capsule classes' methods make frames; the running method
@@ -652,7 +766,7 @@ impl Pass for Capsule {
         let Some(l) = local_of(local) else {
             return Flow::Forward;
         };
-        self.take_lazy(heap, l);
+        self.take_lazy(t, heap, l);
         let Some((loc, op, value)) = ev.kind.plain_access() else {
             return Flow::Forward;
         };
@@ -731,7 +845,7 @@ impl Pass for Capsule {
         let Some(l) = local_of(local) else {
             return;
         };
-        self.take_lazy(heap, l);
+        self.take_lazy(t, heap, l);
         match ev.kind {
             EventKind::Enter {
                 method,
@@ -750,9 +864,12 @@ impl Pass for Capsule {
                 let checked = capsule.is_some_and(|k| l.frames.held(k));
                 l.frames.push(Frame {
                     class,
+                    method: method.0,
                     capsule,
                     checked,
                     holds: false,
+                    entry: None,
+                    exit_at: None,
                 });
                 self.refresh(l);
                 // [CE-ENTER]: the arguments become accessible to the capsule.
@@ -762,6 +879,10 @@ impl Pass for Capsule {
             }
             EventKind::Exit { ret, .. } => {
                 let f = l.frames.pop();
+                if let Some(e) = f.and_then(|f| f.entry) {
+                    // A recorded call the producer could not end itself.
+                    l.inline.drop_taken(usize::from(e));
+                }
                 self.refresh(l);
                 if let Some(f) = f
                     && let Some(k) = f.capsule
@@ -773,6 +894,11 @@ impl Pass for Capsule {
                             ctx: t.ctx,
                             event: ev.index,
                         };
+                        debug_assert!(
+                            f.exit_at.is_none_or(|x| x == (at.site, at.ctx)),
+                            "the `Exit` comes where its check said: {:?} against {at:?}",
+                            f.exit_at
+                        );
                         self.epochs.exit(&mut l.epochs, k, t, at);
                     }
                     // [CE-EXIT]: the return value leaves the capsule.
@@ -802,6 +928,11 @@ impl Pass for Capsule {
                     }
                     f.holds = false;
                     f.checked = false;
+                    f.exit_at = None;
+                }
+                // Every recorded call's `Exit` now leaves other words.
+                for i in 0..l.frames.len() {
+                    self.set_exit(l, i);
                 }
                 self.epochs.publish(&mut l.epochs, t);
                 self.refresh(l);
@@ -901,7 +1032,7 @@ impl Pass for Capsule {
         let Some(l) = local_of(local) else {
             return;
         };
-        self.take_lazy(heap, l);
+        self.take_lazy(t, heap, l);
         let Some((loc, _, value)) = ev.kind.plain_access() else {
             return;
         };
