@@ -88,6 +88,20 @@ fn report_without_frames(
     seed: u64,
     elide: bool,
 ) -> (String, u64) {
+    let report = seeded_report(src, tools, tier, seed, elide);
+    let (report, enters) = vm::testing::program_oracles::without_frame_counts(&report);
+    (format!("{report:#}"), enters)
+}
+
+/// The report of one seeded run, with every `Enter`/`Exit` delivered (`elide`
+/// false) or not.
+fn seeded_report(
+    src: &str,
+    tools: &str,
+    tier: vm::Tier,
+    seed: u64,
+    elide: bool,
+) -> serde_json::Value {
     let prog = vm::testing::program_oracles::compile(src).unwrap_or_else(|e| panic!("{e}"));
     let cfg = vm::RunConfig {
         tools: Some(tools.into()),
@@ -96,9 +110,7 @@ fn report_without_frames(
         elide_frames: elide,
         ..vm::RunConfig::default()
     };
-    let out = vm::run_program(prog, &cfg).expect("run");
-    let (report, enters) = vm::testing::program_oracles::without_frame_counts(&out.report);
-    (format!("{report:#}"), enters)
+    vm::run_program(prog, &cfg).expect("run").report
 }
 
 /// A capsule call that touches the state only through a nested call: the nested
@@ -331,17 +343,7 @@ fn taken_capsule_calls_end_without_their_exit_and_decide_alike() {
         for seed in 1..5 {
             let mut reports = Vec::new();
             for tier in [vm::Tier::Interp, vm::Tier::Jit] {
-                let run = |elide: bool| {
-                    let prog = vm::testing::program_oracles::compile(TAKEN_CALLS).unwrap();
-                    let cfg = vm::RunConfig {
-                        tools: Some(tools.into()),
-                        tier,
-                        sched: vm::SchedKind::Seeded(seed),
-                        elide_frames: elide,
-                        ..vm::RunConfig::default()
-                    };
-                    vm::run_program(prog, &cfg).expect("run").report
-                };
+                let run = |elide| seeded_report(TAKEN_CALLS, tools, tier, seed, elide);
                 let (all, recorded) = (run(false), run(true));
                 // Without recording every call delivers its `Exit` (183); with it,
                 // only the 30 `viaHelper` calls do: `bump` and `twice` (taken at its
