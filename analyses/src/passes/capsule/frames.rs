@@ -52,18 +52,8 @@ impl Frames {
         Some(f)
     }
 
-    /// The executor: index of the innermost capsule call whose capsule `live` accepts
-    /// (demoted classes are skipped).
-    pub fn executor(&self, live: impl Fn(&Frame) -> bool) -> Option<usize> {
-        self.caps
-            .iter()
-            .rev()
-            .copied()
-            .find(|&i| live(&self.frames[i]))
-    }
-
-    /// The executor of the outermost `n` frames ([`Frames::executor`] with the
-    /// frames above them gone).
+    /// The executor of the outermost `n` frames: the index of the innermost capsule
+    /// call among them whose capsule `live` accepts (demoted classes are skipped).
     pub fn executor_below(&self, n: usize, live: impl Fn(&Frame) -> bool) -> Option<usize> {
         self.caps
             .iter()
@@ -73,12 +63,8 @@ impl Frames {
             .find(|&i| live(&self.frames[i]))
     }
 
-    /// Index of the innermost capsule call, live or not.
-    pub fn innermost_capsule_call(&self) -> Option<usize> {
-        self.caps.last().copied()
-    }
-
-    /// Index of the innermost capsule call among the outermost `n` frames.
+    /// Index of the innermost capsule call among the outermost `n` frames, live or
+    /// not.
     pub fn innermost_capsule_call_below(&self, n: usize) -> Option<usize> {
         self.caps.iter().rev().copied().find(|&i| i < n)
     }
@@ -99,11 +85,6 @@ impl Frames {
             .iter()
             .take_while(|&&j| j < i)
             .any(|&j| self.frames[j].holds && self.frames[j].capsule == Some(k))
-    }
-
-    /// The innermost frame.
-    pub fn last(&self) -> Option<&Frame> {
-        self.frames.last()
     }
 
     /// Whether a capsule call on the stack holds capsule `k` (see
