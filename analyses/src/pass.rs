@@ -269,7 +269,7 @@ impl LazyFrames {
         let f = &self.frames[entry];
         f.word.store(word, Relaxed);
         f.nested.store(nested, Relaxed);
-        f.poppable.store(u64::from(poppable), Relaxed);
+        self.set_poppable(entry, poppable);
     }
 
     /// Whether the producer may end the taken call at `entry` without its `Exit`.

@@ -484,12 +484,13 @@ impl Capsule {
             };
             let holds = self.epochs.enter(&mut l.epochs, k, t, at)?;
             // Where the call's `Exit` will come, if the access runs in the call's
-            // own method at the top of the stack: at the call's site, in this
-            // context (online events carry no index).
+            // own method at the top of the stack (a method of a capsule class there
+            // has a frame, so it is this one): at the call's site, in this context
+            // (online events carry no index).
             let exit_at = (holds && ev.index == 0 && l.frames.is_innermost(i))
                 .then(|| t.top_frame())
                 .flatten()
-                .filter(|&(m, _)| Some(m) == t.method && m.0 == f.method)
+                .filter(|&(m, _)| m.0 == f.method)
                 .map(|(_, site)| (site, t.ctx));
             let g = l.frames.get_mut(i);
             g.holds = holds;
