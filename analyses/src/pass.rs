@@ -480,8 +480,9 @@ pub fn bigfoot_covered(
 /// [`bigfoot_covered`], or else the thread's covered range of kind `write` extended
 /// by the check, where the layout of [`InlineCheck::FieldChecks`] allows it (an
 /// extensible range of `arr`, a step-1 or one-element check inside the array that
-/// overlaps or abuts it): true if the check is covered now, and then it adds nothing
-/// more to the footprint. Only the thread that owns `table` calls it (the pass, or
+/// overlaps or abuts it), or else, for a read, the covered write range holding it:
+/// true if the check is covered now, and then it adds nothing more to the
+/// footprint. Only the thread that owns `table` calls it (the pass, or
 /// the thread's generated code), so plain loads and stores suffice.
 pub fn bigfoot_cover_check(
     table: &[AtomicU64],
@@ -497,19 +498,28 @@ pub fn bigfoot_cover_check(
     let kind = (BIGFOOT_COVER_OFF + 8 * (BIGFOOT_COVER_WORDS / 2) * write as usize) / 8;
     let w = |at: usize| table[kind + at].load(Relaxed);
     let len = w(3);
-    if w(0) != arr || len == 0 || lo < 0 || lo >= hi || hi > len as i64 {
-        return false;
-    }
-    if step != 1 && hi - lo != 1 {
-        return false;
-    }
     let (c_lo, c_hi) = (w(1) as i64, w(2) as i64);
-    if lo > c_hi || hi < c_lo {
-        return false;
+    if w(0) == arr
+        && len != 0
+        && 0 <= lo
+        && lo < hi
+        && hi <= len as i64
+        && (step == 1 || hi - lo == 1)
+        && lo <= c_hi
+        && c_lo <= hi
+    {
+        table[kind + 1].store(c_lo.min(lo) as u64, Relaxed);
+        table[kind + 2].store(c_hi.max(hi) as u64, Relaxed);
+        return true;
     }
-    table[kind + 1].store(c_lo.min(lo) as u64, Relaxed);
-    table[kind + 2].store(c_hi.max(hi) as u64, Relaxed);
-    true
+    // A read inside the covered write range: the footprint's write check of those
+    // elements covers it (a write check is legitimate and covering for reads, §3.5;
+    // the commit checks a cell written by any range as a write, whatever read ranges
+    // touch it). Tested after the read range's own extension, so that a loop's reads
+    // stay one range where they run into its writes (insertion sort).
+    let writes = (BIGFOOT_COVER_OFF + 8 * (BIGFOOT_COVER_WORDS / 2)) / 8;
+    let v = |at: usize| table[writes + at].load(Relaxed) as i64;
+    !write && v(0) as u64 == arr && v(1) <= lo && lo < hi && hi <= v(2)
 }
 
 /// The entry of the checks of kind `write` at site `s` among a thread's per-site
