@@ -1026,18 +1026,11 @@ mod tests {
         for i in 0..10u32 {
             for j in 0..rows {
                 for op in [Op::Write, Op::Read] {
-                    let acc = Acc {
-                        tid: 0,
-                        op,
-                        site: Default::default(),
-                        ctx: Default::default(),
-                        index: 0,
-                    };
                     let loc = Loc {
                         obj: ObjId((j + 1) << 20),
                         slot: i,
                     };
-                    bf.check_range(&t, &mut l, loc, op, i + 1, 1, 10, acc);
+                    bf.check_range(&t, &mut l, loc, op, i + 1, 1, 10, default_acc(op));
                 }
             }
         }
@@ -1050,6 +1043,17 @@ mod tests {
         for e in &l.footprint {
             let r = e.range;
             assert_eq!((r.lo, r.hi, r.step, r.write), (0, 10, 1, true));
+        }
+    }
+
+    /// An access `op` of thread 0 at the default site and context.
+    fn default_acc(op: Op) -> Acc {
+        Acc {
+            tid: 0,
+            op,
+            site: Default::default(),
+            ctx: Default::default(),
+            index: 0,
         }
     }
 
@@ -1071,14 +1075,8 @@ mod tests {
         let (bf, t, mut l) = fresh();
         let arr = ObjId(1 << 20);
         let check = |l: &mut BfLocal, e: u32, op: Op| {
-            let acc = Acc {
-                tid: 0,
-                op,
-                site: Default::default(),
-                ctx: Default::default(),
-                index: 0,
-            };
-            bf.check_range(&t, l, Loc { obj: arr, slot: e }, op, e + 1, 1, 24, acc);
+            let loc = Loc { obj: arr, slot: e };
+            bf.check_range(&t, l, loc, op, e + 1, 1, 24, default_acc(op));
         };
         // Insertion sort's inner loop, as in the test above.
         for j in (3..10).rev() {
