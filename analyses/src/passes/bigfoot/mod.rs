@@ -563,8 +563,8 @@ impl BigFoot {
 
     /// The footprint's latest entry of `arr` and kind `write`: found among the last
     /// [`MERGE_SCAN`] entries, or else in [`BfLocal::latest`], which a footprint
-    /// keeps only once it is longer than that (most are shorter: a map to clear at
-    /// every commit cost workqueue's 400 k commits more than it saved).
+    /// keeps only once it is longer than that (most are shorter, and workqueue commits
+    /// 400 k of them: those pay no map).
     fn latest_entry(l: &BfLocal, arr: ObjId, write: bool) -> Option<usize> {
         let n = l.footprint.len();
         let from = n.saturating_sub(MERGE_SCAN);
