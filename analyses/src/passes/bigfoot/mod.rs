@@ -926,13 +926,7 @@ mod tests {
     use std::collections::HashSet;
 
     fn single(l: &mut BfLocal, e: u32, write: bool) {
-        let acc = Acc {
-            tid: 0,
-            op: if write { Op::Write } else { Op::Read },
-            site: Default::default(),
-            ctx: Default::default(),
-            index: 0,
-        };
+        let acc = default_acc(if write { Op::Write } else { Op::Read });
         let r = Range {
             lo: e,
             hi: e + 1,
