@@ -1457,6 +1457,89 @@ class Main {
     );
 }
 
+/// BigFoot's range checks that an inner loop's exit repeats for every iteration of
+/// the outer loop (IDEA's key schedule in bench/crypt.cj) are dropped inline by the
+/// site's entry, also where the range runs past the array (clamped, as the runtime
+/// clamps it) or holds one element; the range registers' flushes before their
+/// first access (a null array) cost nothing. The run is the interpreter's, and a
+/// write of the main thread to the key, inside a strided range, at an element the
+/// loop reads after its inner loop, or before the workers start, races exactly
+/// where it should.
+#[test]
+fn repeated_range_checks_are_dropped_inline_and_still_race() {
+    let src = r#"
+class Runner {
+    int[] key;
+    int[] out;
+    int lo;
+    int hi;
+    Runner(int[] key, int[] out, int lo, int hi) {
+        this.key = key; this.out = out; this.lo = lo; this.hi = hi;
+    }
+    void run() {
+        for (int i = lo; i < hi; i++) {
+            int t = i;
+            int ik = 0;
+            for (int r = 0; r < 4; r++) {
+                t = t * key[ik] + key[ik + 1] - key[ik + 2];
+                ik += 3;
+            }
+            t = t + key[ik];
+            out[i] = t;
+        }
+    }
+}
+class Main {
+    static void main() {
+        int[] key = new int[13];
+        int[] out = new int[40];
+        BEFORE
+        Thread t = fork new Runner(key, out, 0, 20).run();
+        Thread u = fork new Runner(key, out, 20, 40).run();
+        AFTER
+        t.join();
+        u.join();
+        int s = 0;
+        for (int i = 0; i < 40; i++) { s = s + out[i]; }
+        print(s);
+    }
+}
+"#;
+    let mut failures = Vec::new();
+    // `key[11]` is in the range `key[2..14:3]` (clamped to `key[2..13:3]`), `key[12]`
+    // the element read after the inner loop; `None`: the write before the forks.
+    for at in [Some(11), Some(12), Some(0), None] {
+        let write = |k: u32| format!("key[{k}] = 3;");
+        let (before, after) = match at {
+            Some(k) => (String::new(), write(k)),
+            None => (write(11), String::new()),
+        };
+        let prog = compile_src(
+            "ranges.cj",
+            &src.replace("BEFORE", &before).replace("AFTER", &after),
+        )
+        .expect("ok");
+        for tools in ["bigfoot", "escape:capsule:bigfoot"] {
+            for seed in 1..=3 {
+                let a = run_interp_seeded(&prog, tools, seed);
+                let b = run_jit_parts(&prog, tools, seed);
+                let name = format!("{at:?} {tools} seeded:{seed}");
+                // Each runner's 20 outer iterations: from the second on, its three
+                // range checks (`key[2..14:3]` clamped) and its element check.
+                if b.covered_inline != 2 * 19 * 4 {
+                    failures.push(format!("{name}: {} covered inline", b.covered_inline));
+                }
+                failures.extend(mismatch(&name, &a, "jit", &b));
+                let races = b.warnings.iter().any(|w| w.contains("race"));
+                if races != at.is_some() {
+                    failures.push(format!("{name}: race reported: {races}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// A read of `a[i]` right before its write `a[i] = …` (nothing between them that
 /// touches the heap, synchronizes or can fault) is checked as a pair when the
 /// threads run in parallel: the read's inline exclusive rule applies the write's

@@ -258,6 +258,14 @@ struct Deferred {
     site: SiteId,
 }
 
+/// What a BigFoot check names, for the inline test of its site's entry
+/// (`Translator::covered_inline`): an element `a[i]`, or a range `a[l..h:k]`.
+#[derive(Copy, Clone)]
+enum SiteSpan {
+    Element(Value),
+    Range(Value, Value, u32),
+}
+
 /// Where [`Translator::sole_rule`] works: the sole-accessor table's top level, the
 /// location's word index, the thread's guard word (and its address), and the
 /// location's stamp (and its address).
@@ -2593,7 +2601,13 @@ impl<'a, 'b> Translator<'a, 'b> {
                 let l = self.use_(*lo);
                 let h = self.use_(*hi);
                 let st = self.iconst(*step as i64);
-                vec![[k, a, l, h, st]]
+                let s = self.iconst(site.0 as i64);
+                let cont = self.b.create_block();
+                let (l, h) = self.skip_vacuous_range(a, (l, h), cont);
+                self.call_rt(Rt::Check, &[k, a, l, h, st, s]);
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(cont);
+                return;
             }
             CheckTarget::Elem { arr, index } => {
                 let k = self.iconst(6 + w);
@@ -2682,9 +2696,11 @@ impl<'a, 'b> Translator<'a, 'b> {
         let (entry, call, cont) = self.inline_check_site(site, write, true, 0);
         let test = self.b.create_block();
         // A placed check follows its access, so `a` is not null and `i` in bounds;
-        // the test is only there because a check must never fault.
+        // the test is only there because a check must never fault. A check that
+        // fails it names no element: the runtime would drop it without an event
+        // (`rtops::emit_check`), so it goes straight on.
         let ok = self.b.create_block();
-        self.b.ins().brif(a, ok, &[], call, &[]);
+        self.b.ins().brif(a, ok, &[], cont, &[]);
         self.b.switch_to_block(ok);
         let len = self.b.ins().load(
             I64,
@@ -2693,7 +2709,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             (layout::ARRAY_LEN * layout::WORD) as i32,
         );
         let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, i, len);
-        self.b.ins().brif(inside, test, &[], call, &[]);
+        self.b.ins().brif(inside, test, &[], cont, &[]);
         self.b.switch_to_block(test);
         self.check_filter_tests(c, a, entry, cont);
         if c.guard.is_some() {
@@ -2706,7 +2722,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.set_cold_block(call);
             self.b.switch_to_block(cover);
             let (covered, other) = (self.b.create_block(), self.b.create_block());
-            self.site_range_test(a, i, write, site, covered, other);
+            self.covered_inline(a, SiteSpan::Element(i), write, site, covered, other);
             self.b.switch_to_block(covered);
             self.count_inline(entry, INLINE_COVERED, a);
             self.b.ins().jump(cont, &[]);
@@ -2723,29 +2739,55 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.switch_to_block(cont);
     }
 
-    /// The second test of `analyses::pass::bigfoot_covered` for the element check
-    /// `a[i]` (`i` inside the array) of kind `write` at `site`, inline: the thread's
-    /// entry for the site holds the array and a range of step 1 around `i` (the test
-    /// that decides indirect accesses that come back to an element, a sparse
-    /// product's `y[row[i]]`). Jumps to `covered` when it holds (the call's answer
+    /// `analyses::pass::bigfoot_covered` for the check of kind `write` at `site` of
+    /// the element `a[i]` (`i` inside the array) or of the non-empty range
+    /// `a[l..h:k]` (clamped to the array), inline: the thread's covered range of the
+    /// kind holds it, or the thread's entry for the site holds the array and a range
+    /// of step 1 around the element or the range, or the range's own start and step
+    /// around it. It decides indirect accesses that come
+    /// back to an element (a sparse product's `y[row[i]]`) and the checks an inner
+    /// loop's exit repeats for each iteration of the outer one (IDEA's key
+    /// schedule in crypt). Jumps to `covered` when it holds (the call's answer
     /// would be yes), else to `other`, where the call decides.
-    fn site_range_test(
+    fn covered_inline(
         &mut self,
         a: Value,
-        i: Value,
+        span: SiteSpan,
         write: bool,
         site: SiteId,
         covered: ir::Block,
         other: ir::Block,
     ) {
-        use analyses::pass::{BIGFOOT_SITE_GEN_OFF, BIGFOOT_SITE_WORDS, BIGFOOT_SITES_OFF};
+        use analyses::pass::{
+            BIGFOOT_COVER_OFF, BIGFOOT_COVER_WORDS, BIGFOOT_SITE_GEN_OFF, BIGFOOT_SITE_WORDS,
+            BIGFOOT_SITES_OFF,
+        };
+        let m = MemFlagsData::trusted();
+        let table = self.thread_field(OFF_FINE);
+        // The first test: the thread's covered range of the kind, `[arr, lo, hi, _]`,
+        // is of this array and holds the element or the range.
+        let kind = (BIGFOOT_COVER_OFF + 8 * (BIGFOOT_COVER_WORDS / 2) * write as usize) as i32;
+        let (held, entry) = (self.b.create_block(), self.b.create_block());
+        let arr = self.b.ins().load(I64, m, table, kind);
+        let same = self.b.ins().icmp(IntCC::Equal, arr, a);
+        self.b.ins().brif(same, held, &[], entry, &[]);
+        self.b.switch_to_block(held);
+        let c_lo = self.b.ins().load(I64, m, table, kind + 8);
+        let c_hi = self.b.ins().load(I64, m, table, kind + 16);
+        let (l, h) = match span {
+            SiteSpan::Element(i) => (i, self.b.ins().iadd_imm_s(i, 1)),
+            SiteSpan::Range(l, h, _) => (l, h),
+        };
+        let from = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, c_lo, l);
+        let to = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, h, c_hi);
+        let inside = self.b.ins().band(from, to);
+        self.b.ins().brif(inside, covered, &[], entry, &[]);
+        self.b.switch_to_block(entry);
         let Some((slot, tag)) = analyses::pass::bigfoot_site_entry(site.0, write) else {
             self.b.ins().jump(other, &[]);
             return;
         };
-        let m = MemFlagsData::trusted();
         let at = (BIGFOOT_SITES_OFF + 8 * BIGFOOT_SITE_WORDS * slot) as i32;
-        let table = self.thread_field(OFF_FINE);
         let tests = [self.b.create_block(), self.b.create_block()];
         // The entry is the site's, of this generation: `tag | gen << 32`.
         let gen_ = self
@@ -2757,23 +2799,41 @@ impl<'a, 'b> Translator<'a, 'b> {
         let got = self.b.ins().load(I64, m, table, at);
         let ok = self.b.ins().icmp(IntCC::Equal, got, want);
         self.b.ins().brif(ok, tests[0], &[], other, &[]);
-        // Of this array, with step 1.
+        // Of this array (and, for an element, with step 1).
         self.b.switch_to_block(tests[0]);
         let arr = self.b.ins().load(I64, m, table, at + 8);
         let step = self.b.ins().load(I64, m, table, at + 24);
         let same = self.b.ins().icmp(IntCC::Equal, arr, a);
         let one = self.b.ins().icmp_imm_s(IntCC::Equal, step, 1);
-        let both = self.b.ins().band(same, one);
+        let both = match span {
+            SiteSpan::Element(_) => self.b.ins().band(same, one),
+            SiteSpan::Range(..) => same,
+        };
         self.b.ins().brif(both, tests[1], &[], other, &[]);
-        // `lo <= i && i + 1 <= hi`, with `lo`, `hi` the span's halves (below 2^32)
-        // and `0 <= i`.
+        // With `lo`, `hi` the span's halves (below 2^32): `lo <= i && i + 1 <= hi`
+        // for an element (`0 <= i`); `lo <= l && h <= hi` and either step 1 or the
+        // range's own start and step for a range (`l < h`).
         self.b.switch_to_block(tests[1]);
-        let span = self.b.ins().load(I64, m, table, at + 16);
-        let lo = self.b.ins().band_imm_s(span, u32::MAX as i64);
-        let hi = self.b.ins().ushr_imm_u(span, 32);
-        let from = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, lo, i);
-        let to = self.b.ins().icmp(IntCC::UnsignedLessThan, i, hi);
-        let inside = self.b.ins().band(from, to);
+        let e_span = self.b.ins().load(I64, m, table, at + 16);
+        let lo = self.b.ins().band_imm_s(e_span, u32::MAX as i64);
+        let hi = self.b.ins().ushr_imm_u(e_span, 32);
+        let inside = match span {
+            SiteSpan::Element(i) => {
+                let from = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, lo, i);
+                let to = self.b.ins().icmp(IntCC::UnsignedLessThan, i, hi);
+                self.b.ins().band(from, to)
+            }
+            SiteSpan::Range(l, h, k) => {
+                let from = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, lo, l);
+                let to = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, h, hi);
+                let within = self.b.ins().band(from, to);
+                let own_step = self.b.ins().icmp_imm_s(IntCC::Equal, step, i64::from(k));
+                let own_lo = self.b.ins().icmp(IntCC::Equal, l, lo);
+                let own = self.b.ins().band(own_step, own_lo);
+                let stepped = self.b.ins().bor(one, own);
+                self.b.ins().band(within, stepped)
+            }
+        };
         self.b.ins().brif(inside, covered, &[], other, &[]);
     }
 
@@ -2820,11 +2880,16 @@ impl<'a, 'b> Translator<'a, 'b> {
         site: SiteId,
     ) {
         let (entry, call, cont) = self.inline_check_site(site, write, true, 0);
-        let test = self.b.create_block();
         self.b.set_cold_block(call);
-        self.b.ins().brif(a, test, &[], call, &[]);
-        self.b.switch_to_block(test);
+        let (lo, hi) = self.skip_vacuous_range(a, (lo, hi), cont);
         self.check_filter_tests(c, a, entry, cont);
+        let (covered, other) = (self.b.create_block(), self.b.create_block());
+        let k = step.max(1);
+        self.covered_inline(a, SiteSpan::Range(lo, hi, k), write, site, covered, other);
+        self.b.switch_to_block(covered);
+        self.count_inline(entry, INLINE_COVERED, a);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(other);
         self.covered_test(a, (lo, hi, step), write, site, entry, call, cont);
         self.b.switch_to_block(call);
         let k = self.iconst(4 + write as i64);
@@ -2833,6 +2898,37 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.call_rt(Rt::Check, &[k, a, lo, hi, st, s]);
         self.b.ins().jump(cont, &[]);
         self.b.switch_to_block(cont);
+    }
+
+    /// Goes on to `cont` where the range check `a[lo..hi:_]` names no element (a null
+    /// array, as a range register of a placed loop holds before its first access,
+    /// or a range empty inside the array), which the runtime would drop without an
+    /// event (`rtops::emit_check`); otherwise leaves the builder in a fresh block
+    /// where `a` is not null, and returns the range clamped to the array as the
+    /// runtime clamps it (not empty): what the pass sees, and what the site's
+    /// entry holds.
+    fn skip_vacuous_range(
+        &mut self,
+        a: Value,
+        (lo, hi): (Value, Value),
+        cont: ir::Block,
+    ) -> (Value, Value) {
+        let (nonnull, nonempty) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(a, nonnull, &[], cont, &[]);
+        self.b.switch_to_block(nonnull);
+        let len = self.b.ins().load(
+            I64,
+            heap_mem(),
+            a,
+            (layout::ARRAY_LEN * layout::WORD) as i32,
+        );
+        let zero = self.iconst(0);
+        let lo = self.b.ins().smax(lo, zero);
+        let hi = self.b.ins().smin(hi, len);
+        let some = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
+        self.b.ins().brif(some, nonempty, &[], cont, &[]);
+        self.b.switch_to_block(nonempty);
+        (lo, hi)
     }
 
     /// The tests of the passes in front of the detector that drop BigFoot's checks

@@ -536,8 +536,22 @@ impl BigFoot {
             l.fine.freeze(p.write);
             l.mirror[kind] = None;
         }
-        l.fine
-            .note_site(site, loc.obj, if p.step == 1 { &p } else { &r });
+        // The site's entry: the merged step-1 range where it holds the check as
+        // it will come again, else the check itself (its elements are `r`'s), so
+        // that a one-element range `lo..hi:k` and a range clamped to the array
+        // (which generated code clamps too) find their entry the next time.
+        let again = Range {
+            lo: checked.0,
+            hi: checked.1,
+            step: checked.2.max(1),
+            write: r.write,
+        };
+        let noted = if p.step == 1 && again.hi <= p.hi {
+            &p
+        } else {
+            &again
+        };
+        l.fine.note_site(site, loc.obj, noted);
         // A footprint that stops merging (irregular indexes in a long
         // synchronization-free region) is committed early: checking earlier in the
         // same region is as legitimate and as covering (no acquire or release since
