@@ -33,9 +33,22 @@ pub struct Heap {
     chunks: Mutex<Vec<(usize, Layout)>>,
 }
 
-/// A thread's bump region inside the current chunk.
+/// A thread's bump regions: one for arrays, one for every other block (objects,
+/// monitor records, ...), each inside its current chunk.
+///
+/// Arrays live apart so that the shadow tables indexed by address that only
+/// objects' fields use (BigFoot's field groups, whose leaves are committed when
+/// first touched, 32 KiB of heap each) do not commit leaves for the elements of
+/// the arrays allocated between the objects (montecarlo's paths).
 #[derive(Default)]
 pub struct Arena {
+    blocks: Region,
+    arrays: Region,
+}
+
+/// A bump region inside a chunk.
+#[derive(Default)]
+struct Region {
     next: usize,
     end: usize,
 }
@@ -77,19 +90,20 @@ impl Heap {
         Ok(p)
     }
 
-    /// Zeroed words from `arena`, not counted against the limit (VM-internal records).
-    fn raw(&self, arena: &mut Arena, words: usize) -> Result<u64, HeapFull> {
+    /// Zeroed words from `region`, not counted against the limit (VM-internal
+    /// records, or a block [`Heap::alloc`] counted).
+    fn raw(&self, region: &mut Region, words: usize) -> Result<u64, HeapFull> {
         let bytes = words.checked_mul(layout::WORD).ok_or(HeapFull)?;
         if bytes > CHUNK_BYTES / 4 {
             return self.chunk(bytes).map(|p| p as u64);
         }
-        if arena.end - arena.next < bytes {
+        if region.end - region.next < bytes {
             let p = self.chunk(CHUNK_BYTES)?;
-            arena.next = p;
-            arena.end = p + CHUNK_BYTES;
+            region.next = p;
+            region.end = p + CHUNK_BYTES;
         }
-        let p = arena.next;
-        arena.next += bytes;
+        let p = region.next;
+        region.next += bytes;
         Ok(p as u64)
     }
 
@@ -111,7 +125,11 @@ impl Heap {
             self.used.fetch_sub(bytes, Ordering::Relaxed);
             return Err(HeapFull);
         }
-        let a = match self.raw(arena, words) {
+        let region = match kind {
+            Kind::Array => &mut arena.arrays,
+            _ => &mut arena.blocks,
+        };
+        let a = match self.raw(region, words) {
             Ok(a) => a,
             Err(e) => {
                 self.used.fetch_sub(bytes, Ordering::Relaxed);
@@ -136,7 +154,7 @@ impl Heap {
         // A monitor record is 24 bytes; failing to get them means the host is out of
         // memory, which no guest error can describe better than an abort.
         let fresh = self
-            .raw(arena, layout::MONITOR_WORDS)
+            .raw(&mut arena.blocks, layout::MONITOR_WORDS)
             .expect("out of host memory for a monitor record");
         match w.compare_exchange(0, fresh, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => fresh,
@@ -233,6 +251,21 @@ mod tests {
         assert_eq!(load(o, 3), 0);
         store(o, 4, 42);
         assert_eq!(load(o, 4), 42);
+    }
+
+    #[test]
+    fn arrays_and_other_blocks_fill_separate_chunks() {
+        let h = Heap::new(1 << 20);
+        let mut a = Arena::default();
+        let o1 = h.alloc(&mut a, 5, Kind::Object, 0, true).unwrap();
+        let arr = h.alloc(&mut a, 24, Kind::Array, 0, true).unwrap();
+        let o2 = h.alloc(&mut a, 5, Kind::Object, 0, true).unwrap();
+        let arr2 = h.alloc(&mut a, 24, Kind::Array, 0, true).unwrap();
+        // Each kind bumps through its own region: objects and arrays stay contiguous
+        // among themselves, whatever was allocated between them.
+        assert_eq!(o2, o1 + 5 * layout::WORD as u64);
+        assert_eq!(arr2, arr + 24 * layout::WORD as u64);
+        assert!(!(o1..=o2).contains(&arr));
     }
 
     #[test]
