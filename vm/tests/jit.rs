@@ -1540,6 +1540,79 @@ class Main {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A site's entry covers a strided range check only of its own start and step, or
+/// any range inside a step-1 entry: an inner loop that alternates between
+/// `key[0..12:3]` and `key[1..10:3]` (inside the first's bounds, none of its
+/// elements) checks both every time, so the main thread's write to `key[4]`, which
+/// only the second reads, races; the run is the interpreter's.
+#[test]
+fn a_sites_entry_covers_a_strided_range_only_from_its_own_start() {
+    let src = r#"
+class Runner {
+    int[] key;
+    int[] out;
+    int lo;
+    int hi;
+    Runner(int[] key, int[] out, int lo, int hi) {
+        this.key = key; this.out = out; this.lo = lo; this.hi = hi;
+    }
+    void run() {
+        for (int i = lo; i < hi; i++) {
+            int t = i;
+            int s0 = i % 2 == 0 ? 0 : 1;
+            int e0 = i % 2 == 0 ? 12 : 10;
+            for (int r = s0; r < e0; r += 3) {
+                t = t * 3 + key[r];
+            }
+            out[i] = t;
+        }
+    }
+}
+class Main {
+    static void main() {
+        int[] key = new int[12];
+        int[] out = new int[40];
+        BEFORE
+        Thread t = fork new Runner(key, out, 0, 20).run();
+        Thread u = fork new Runner(key, out, 20, 40).run();
+        AFTER
+        t.join();
+        u.join();
+        int s = 0;
+        for (int i = 0; i < 40; i++) { s = s + out[i]; }
+        print(s);
+    }
+}
+"#;
+    let mut failures = Vec::new();
+    // `key[4]` only in the odd iterations' range, `key[3]` only in the even ones'.
+    for at in [Some(4), Some(3), None] {
+        let write = |k: u32| format!("key[{k}] = 3;");
+        let (before, after) = match at {
+            Some(k) => (String::new(), write(k)),
+            None => (write(4), String::new()),
+        };
+        let prog = compile_src(
+            "strided.cj",
+            &src.replace("BEFORE", &before).replace("AFTER", &after),
+        )
+        .expect("ok");
+        for tools in ["bigfoot", "escape:capsule:bigfoot"] {
+            for seed in 1..=3 {
+                let a = run_interp_seeded(&prog, tools, seed);
+                let b = run_jit_parts(&prog, tools, seed);
+                let name = format!("{at:?} {tools} seeded:{seed}");
+                failures.extend(mismatch(&name, &a, "jit", &b));
+                let races = b.warnings.iter().any(|w| w.contains("race"));
+                if races != at.is_some() {
+                    failures.push(format!("{name}: race reported: {races}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// A read of `a[i]` right before its write `a[i] = …` (nothing between them that
 /// touches the heap, synchronizes or can fault) is checked as a pair when the
 /// threads run in parallel: the read's inline exclusive rule applies the write's
