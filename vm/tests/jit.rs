@@ -1457,6 +1457,81 @@ class Main {
     );
 }
 
+/// Two workers run `BODY` for their halves `i` of 40 outer iterations over a shared
+/// `key` array of `LEN` elements (and write `out[i]`); the main thread writes
+/// `key[k]` while they run (`Some(k)`) or before it forks them (`None`, at
+/// `before`). For each such write, under `bigfoot` and `escape:capsule:bigfoot`
+/// with seeds 1 to 3: the JIT's run must be the interpreter's, report a race
+/// exactly when the write is concurrent, and pass `also` (given a name for the
+/// run); the failures, one per line.
+fn key_writer_runs(
+    body: &str,
+    len: u32,
+    ats: &[Option<u32>],
+    before: u32,
+    also: impl Fn(&str, &InlineRun) -> Option<String>,
+) -> Vec<String> {
+    let src = r#"
+class Runner {
+    int[] key;
+    int[] out;
+    int lo;
+    int hi;
+    Runner(int[] key, int[] out, int lo, int hi) {
+        this.key = key; this.out = out; this.lo = lo; this.hi = hi;
+    }
+    void run() {
+        for (int i = lo; i < hi; i++) {
+            int t = i;
+            BODY
+            out[i] = t;
+        }
+    }
+}
+class Main {
+    static void main() {
+        int[] key = new int[LEN];
+        int[] out = new int[40];
+        BEFORE
+        Thread t = fork new Runner(key, out, 0, 20).run();
+        Thread u = fork new Runner(key, out, 20, 40).run();
+        AFTER
+        t.join();
+        u.join();
+        int s = 0;
+        for (int i = 0; i < 40; i++) { s = s + out[i]; }
+        print(s);
+    }
+}
+"#
+    .replace("BODY", body)
+    .replace("LEN", &len.to_string());
+    let mut failures = Vec::new();
+    for &at in ats {
+        let write = |k: u32| format!("key[{k}] = 3;");
+        let (b, a) = match at {
+            Some(k) => (String::new(), write(k)),
+            None => (write(before), String::new()),
+        };
+        let prog =
+            compile_src("keys.cj", &src.replace("BEFORE", &b).replace("AFTER", &a)).expect("ok");
+        for tools in ["bigfoot", "escape:capsule:bigfoot"] {
+            for seed in 1..=3 {
+                let interp = run_interp_seeded(&prog, tools, seed);
+                let jit = run_jit_parts(&prog, tools, seed);
+                let name = format!("{at:?} {tools} seeded:{seed}");
+                failures.extend(mismatch(&name, &interp, "jit", &jit));
+                let races = jit.warnings.iter().any(|w| w.contains("race"));
+                if races != at.is_some() {
+                    failures.push(format!("{name}: race reported: {races}"));
+                }
+                failures.extend(also(&name, &jit));
+            }
+        }
+    }
+    failures
+}
+
 /// BigFoot's range checks that an inner loop's exit repeats for every iteration of
 /// the outer loop (IDEA's key schedule in bench/crypt.cj) are dropped inline by the
 /// site's entry, also where the range runs past the array (clamped, as the runtime
@@ -1467,76 +1542,27 @@ class Main {
 /// where it should.
 #[test]
 fn repeated_range_checks_are_dropped_inline_and_still_race() {
-    let src = r#"
-class Runner {
-    int[] key;
-    int[] out;
-    int lo;
-    int hi;
-    Runner(int[] key, int[] out, int lo, int hi) {
-        this.key = key; this.out = out; this.lo = lo; this.hi = hi;
-    }
-    void run() {
-        for (int i = lo; i < hi; i++) {
-            int t = i;
+    let body = "
             int ik = 0;
             for (int r = 0; r < 4; r++) {
                 t = t * key[ik] + key[ik + 1] - key[ik + 2];
                 ik += 3;
             }
-            t = t + key[ik];
-            out[i] = t;
-        }
-    }
-}
-class Main {
-    static void main() {
-        int[] key = new int[13];
-        int[] out = new int[40];
-        BEFORE
-        Thread t = fork new Runner(key, out, 0, 20).run();
-        Thread u = fork new Runner(key, out, 20, 40).run();
-        AFTER
-        t.join();
-        u.join();
-        int s = 0;
-        for (int i = 0; i < 40; i++) { s = s + out[i]; }
-        print(s);
-    }
-}
-"#;
-    let mut failures = Vec::new();
+            t = t + key[ik];";
     // `key[11]` is in the range `key[2..14:3]` (clamped to `key[2..13:3]`), `key[12]`
-    // the element read after the inner loop; `None`: the write before the forks.
-    for at in [Some(11), Some(12), Some(0), None] {
-        let write = |k: u32| format!("key[{k}] = 3;");
-        let (before, after) = match at {
-            Some(k) => (String::new(), write(k)),
-            None => (write(11), String::new()),
-        };
-        let prog = compile_src(
-            "ranges.cj",
-            &src.replace("BEFORE", &before).replace("AFTER", &after),
-        )
-        .expect("ok");
-        for tools in ["bigfoot", "escape:capsule:bigfoot"] {
-            for seed in 1..=3 {
-                let a = run_interp_seeded(&prog, tools, seed);
-                let b = run_jit_parts(&prog, tools, seed);
-                let name = format!("{at:?} {tools} seeded:{seed}");
-                // Each runner's 20 outer iterations: from the second on, its three
-                // range checks (`key[2..14:3]` clamped) and its element check.
-                if b.covered_inline != 2 * 19 * 4 {
-                    failures.push(format!("{name}: {} covered inline", b.covered_inline));
-                }
-                failures.extend(mismatch(&name, &a, "jit", &b));
-                let races = b.warnings.iter().any(|w| w.contains("race"));
-                if races != at.is_some() {
-                    failures.push(format!("{name}: race reported: {races}"));
-                }
-            }
-        }
-    }
+    // the element read after the inner loop.
+    let failures = key_writer_runs(
+        body,
+        13,
+        &[Some(11), Some(12), Some(0), None],
+        11,
+        |name, jit| {
+            // Each runner's 20 outer iterations: from the second on, its three range
+            // checks (`key[2..14:3]` clamped) and its element check.
+            (jit.covered_inline != 2 * 19 * 4)
+                .then(|| format!("{name}: {} covered inline", jit.covered_inline))
+        },
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -1547,69 +1573,14 @@ class Main {
 /// only the second reads, races; the run is the interpreter's.
 #[test]
 fn a_sites_entry_covers_a_strided_range_only_from_its_own_start() {
-    let src = r#"
-class Runner {
-    int[] key;
-    int[] out;
-    int lo;
-    int hi;
-    Runner(int[] key, int[] out, int lo, int hi) {
-        this.key = key; this.out = out; this.lo = lo; this.hi = hi;
-    }
-    void run() {
-        for (int i = lo; i < hi; i++) {
-            int t = i;
+    let body = "
             int s0 = i % 2 == 0 ? 0 : 1;
             int e0 = i % 2 == 0 ? 12 : 10;
             for (int r = s0; r < e0; r += 3) {
                 t = t * 3 + key[r];
-            }
-            out[i] = t;
-        }
-    }
-}
-class Main {
-    static void main() {
-        int[] key = new int[12];
-        int[] out = new int[40];
-        BEFORE
-        Thread t = fork new Runner(key, out, 0, 20).run();
-        Thread u = fork new Runner(key, out, 20, 40).run();
-        AFTER
-        t.join();
-        u.join();
-        int s = 0;
-        for (int i = 0; i < 40; i++) { s = s + out[i]; }
-        print(s);
-    }
-}
-"#;
-    let mut failures = Vec::new();
+            }";
     // `key[4]` only in the odd iterations' range, `key[3]` only in the even ones'.
-    for at in [Some(4), Some(3), None] {
-        let write = |k: u32| format!("key[{k}] = 3;");
-        let (before, after) = match at {
-            Some(k) => (String::new(), write(k)),
-            None => (write(4), String::new()),
-        };
-        let prog = compile_src(
-            "strided.cj",
-            &src.replace("BEFORE", &before).replace("AFTER", &after),
-        )
-        .expect("ok");
-        for tools in ["bigfoot", "escape:capsule:bigfoot"] {
-            for seed in 1..=3 {
-                let a = run_interp_seeded(&prog, tools, seed);
-                let b = run_jit_parts(&prog, tools, seed);
-                let name = format!("{at:?} {tools} seeded:{seed}");
-                failures.extend(mismatch(&name, &a, "jit", &b));
-                let races = b.warnings.iter().any(|w| w.contains("race"));
-                if races != at.is_some() {
-                    failures.push(format!("{name}: race reported: {races}"));
-                }
-            }
-        }
-    }
+    let failures = key_writer_runs(body, 12, &[Some(4), Some(3), None], 4, |_, _| None);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

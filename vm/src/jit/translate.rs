@@ -2347,16 +2347,21 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.write(o, word, field.0 as i64, v, &ty, sf.is_volatile, site, f);
     }
 
-    /// Null and bounds checks of `a[i]` (the interpreter's `Interp::element`);
-    /// returns the element's address minus the data offset.
-    fn element(&mut self, a: Value, i: Value, site: SiteId) -> Value {
-        self.null_check(a, err::NULL_INDEX, site, 0, 0);
-        let len = self.b.ins().load(
+    /// The length of the array `a` (not null).
+    fn load_len(&mut self, a: Value) -> Value {
+        self.b.ins().load(
             I64,
             heap_mem(),
             a,
             (layout::ARRAY_LEN * layout::WORD) as i32,
-        );
+        )
+    }
+
+    /// Null and bounds checks of `a[i]` (the interpreter's `Interp::element`);
+    /// returns the element's address minus the data offset.
+    fn element(&mut self, a: Value, i: Value, site: SiteId) -> Value {
+        self.null_check(a, err::NULL_INDEX, site, 0, 0);
+        let len = self.load_len(a);
         // `i < 0 || i >= len` as one unsigned comparison.
         let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
         self.error_if(out, err::BOUNDS, site, i, len);
@@ -2453,12 +2458,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     fn array_length(&mut self, dst: Local, arr: Local, site: SiteId) {
         let a = self.use_(arr);
         self.null_check(a, err::NULL_LENGTH, site, 0, 0);
-        let len = self.b.ins().load(
-            I64,
-            heap_mem(),
-            a,
-            (layout::ARRAY_LEN * layout::WORD) as i32,
-        );
+        let len = self.load_len(a);
         self.def(dst, len);
     }
 
@@ -2702,12 +2702,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let ok = self.b.create_block();
         self.b.ins().brif(a, ok, &[], cont, &[]);
         self.b.switch_to_block(ok);
-        let len = self.b.ins().load(
-            I64,
-            heap_mem(),
-            a,
-            (layout::ARRAY_LEN * layout::WORD) as i32,
-        );
+        let len = self.load_len(a);
         let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, i, len);
         self.b.ins().brif(inside, test, &[], cont, &[]);
         self.b.switch_to_block(test);
@@ -2916,12 +2911,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let (nonnull, nonempty) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(a, nonnull, &[], cont, &[]);
         self.b.switch_to_block(nonnull);
-        let len = self.b.ins().load(
-            I64,
-            heap_mem(),
-            a,
-            (layout::ARRAY_LEN * layout::WORD) as i32,
-        );
+        let len = self.load_len(a);
         let zero = self.iconst(0);
         let lo = self.b.ins().smax(lo, zero);
         let hi = self.b.ins().smin(hi, len);
