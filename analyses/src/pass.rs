@@ -403,8 +403,11 @@ pub enum InlineCheck {
     /// write check at [`BIGFOOT_COVER_WORDS`]` / 2` words further): elements `lo..hi`
     /// of the array `a` are inside a range of that kind in the thread's footprint, so
     /// an element check of that kind on them, which the same-epoch test did not
-    /// decide, changes nothing and the producer may drop it (counted as
-    /// [`InlineChecks::reads_covered`], [`InlineChecks::writes_covered`]). Where `len`
+    /// decide, or a range check of that kind whose elements (clamped to the array)
+    /// lie inside `lo..hi`, changes nothing and the producer may drop it (counted as
+    /// [`InlineChecks::reads_covered`], [`InlineChecks::writes_covered`]). A check
+    /// that names no element (a null array, an index outside it, a range empty
+    /// inside it) the runtime drops without an event, and so may the producer. Where `len`
     /// is not 0 (the array's length), `lo..hi` is exactly a step-1 range of the
     /// footprint, which the thread itself may *extend*: a check `l..h` of that kind
     /// (step 1, or one element) with `0 <= l`, `h <= len` that overlaps or abuts it
