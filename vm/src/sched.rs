@@ -124,6 +124,8 @@ impl World {
 
 pub struct Sched {
     world: Mutex<World>,
+    /// `seeded`: fixed at construction (the baton lives in the world).
+    seeded: bool,
     abort: AtomicBool,
     error: Mutex<Option<RuntimeError>>,
     image: Arc<Image>,
@@ -149,6 +151,7 @@ impl Sched {
             }),
         };
         Sched {
+            seeded: seed.is_some(),
             world: Mutex::new(world),
             abort: AtomicBool::new(false),
             error: Mutex::new(None),
@@ -157,7 +160,7 @@ impl Sched {
     }
 
     pub fn is_seeded(&self) -> bool {
-        self.world.lock().baton.is_some()
+        self.seeded
     }
 
     pub fn lock(&self) -> MutexGuard<'_, World> {
