@@ -564,6 +564,12 @@ impl<T> BoxTable<T> {
         // A locked instruction needs write access, so the page is created writable
         // by one fault. (montecarlo under `bigfoot`, 15 k arrays: 3% of its time was
         // those shootdowns.)
+        f(&mut self.install(slot, init).lock())
+    }
+
+    /// The state in `slot`, installed from `init` if the slot is empty, reading the
+    /// slot by a compare-and-swap that stores what it finds.
+    fn install(&self, slot: &AtomicPtr<SpinCell<T>>, init: impl FnOnce() -> T) -> &SpinCell<T> {
         let mut p = match slot.compare_exchange(
             std::ptr::null_mut(),
             std::ptr::null_mut(),
@@ -588,8 +594,21 @@ impl<T> BoxTable<T> {
         }
         // SAFETY: a non-null slot points into a box in `self.all`, which keeps it
         // until `self` is dropped.
-        let cell = unsafe { &*p };
-        f(&mut cell.lock())
+        unsafe { &*p }
+    }
+
+    /// The locked state of `key` (created by `init` on first use), for states read
+    /// far more often than created by threads on several cores (a lock's clock, read
+    /// at every acquire): a plain load of the slot first, so that the slot's cache
+    /// line stays shared between the cores; only an empty slot takes
+    /// [`BoxTable::with`]'s compare-and-swap.
+    pub fn cell(&self, key: u64, init: impl FnOnce() -> T) -> &SpinCell<T> {
+        let p = self.slots.get(key).load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: as in `with`.
+            return unsafe { &*p };
+        }
+        self.install(self.slots.get(key), init)
     }
 
     /// Visit every state (one locked at a time).
