@@ -247,3 +247,43 @@ impl Clocks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::SiteId;
+
+    fn ev(tid: Tid, kind: EventKind<'static>) -> Event<'static> {
+        Event {
+            tid,
+            site: SiteId(0),
+            index: 0,
+            kind,
+        }
+    }
+
+    /// A VM monitor's clock (an object's address, past the small ids) is the last
+    /// releaser's: an acquire joins it, one before any release joins nothing, and
+    /// each lock keeps its own.
+    #[test]
+    fn object_lock_clocks_order_release_before_acquire() {
+        let clocks = Clocks::new();
+        let (m, other) = (ObjId(0x7f00_0000_1000), ObjId(0x7f00_0000_1008));
+        let mut t0 = ThreadState::new(0, Clocks::initial(0));
+        let mut t1 = ThreadState::new(1, Clocks::initial(1));
+        clocks.apply(&mut t1, &ev(1, EventKind::Acquire { lock: m }));
+        assert_eq!(t1.vc.get(0), 0, "nothing released yet");
+        assert!(clocks.with_lock(m, |l| l.is_none()));
+
+        t0.vc.set(0, 5);
+        clocks.apply(&mut t0, &ev(0, EventKind::Release { lock: m }));
+        assert_eq!(t0.vc.get(0), 6, "a release ticks the releaser");
+        assert_eq!(clocks.with_lock(m, |l| l.map(|l| l.get(0))), Some(5));
+
+        clocks.apply(&mut t1, &ev(1, EventKind::Acquire { lock: other }));
+        assert_eq!(t1.vc.get(0), 0, "another lock's clock is its own");
+        clocks.apply(&mut t1, &ev(1, EventKind::Acquire { lock: m }));
+        assert_eq!(t1.vc.get(0), 5, "the acquire joins the releaser's clock");
+        assert_eq!(t1.vc.get(1), 1);
+    }
+}
