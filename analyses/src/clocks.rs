@@ -35,9 +35,9 @@
 //! and joins, with no shared mutex and no hashing — synclist under `fasttrack`
 //! spent 11% of its time in the sharded map this replaced, most of it waiting for
 //! the shard's mutex and the map's control bytes to come over from the other core);
-//! volatile and barrier clocks live in sharded maps behind mutexes; the producer's ordering guarantees make each
-//! update happen-before the reads that depend on it, the locks make that a Rust-level
-//! guarantee too.
+//! volatile and barrier clocks live in sharded maps behind mutexes. The producer's
+//! ordering guarantees make each update happen-before the reads that depend on it,
+//! the locks make that a Rust-level guarantee too.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 

@@ -103,9 +103,9 @@ const SPIN_SHIFT: u32 = 7;
 /// Under the `os` scheduler, before a contender blocks: try the monitor a bounded
 /// number of times while its holder runs on another core. True when it is ours.
 ///
-/// Measured on `synclist_large` (two workers on one synchronized list, 5 runs each,
-/// medians): bare 0.98 → 0.64 s, `fasttrack` 5.26 → 2.78 s, `bigfoot` 7.48 → 3.51 s;
-/// before, most of its time was the kernel's scheduler. Not under `seeded`: one guest
+/// Measured on `synclist_large` (two workers on one synchronized list; 4 rounds of
+/// alternating runs, medians): bare 1.12 → 0.69 s, `fasttrack` 5.18 → 2.85 s,
+/// `bigfoot` 6.28 → 4.02 s; before, most of its time was the kernel's scheduler. Not under `seeded`: one guest
 /// thread runs at a time there, so the holder cannot release while we spin.
 fn spin_for(owner: &AtomicU64, mine: u64) -> bool {
     for i in 0..SPIN_ROUNDS {

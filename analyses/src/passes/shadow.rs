@@ -597,18 +597,21 @@ impl<T> BoxTable<T> {
         unsafe { &*p }
     }
 
-    /// The locked state of `key` (created by `init` on first use), for states read
-    /// far more often than created by threads on several cores (a lock's clock, read
-    /// at every acquire): a plain load of the slot first, so that the slot's cache
-    /// line stays shared between the cores; only an empty slot takes
-    /// [`BoxTable::with`]'s compare-and-swap.
+    /// The state of `key` (created by `init` on first use), for states read far
+    /// more often than created, by threads on several cores (a lock's clock, read at
+    /// every acquire): a plain load of the slot first, so that the slot's cache line
+    /// stays shared between the cores; only an empty slot takes the
+    /// compare-and-swap of [`BoxTable::with`]. (A load of a fresh page of slots maps
+    /// the zero page, so that page's first install faults twice: once per 512
+    /// keys, not once per state as `with`'s sparse arrays would.)
     pub fn cell(&self, key: u64, init: impl FnOnce() -> T) -> &SpinCell<T> {
-        let p = self.slots.get(key).load(Ordering::Acquire);
+        let slot = self.slots.get(key);
+        let p = slot.load(Ordering::Acquire);
         if !p.is_null() {
-            // SAFETY: as in `with`.
+            // SAFETY: as in `install`.
             return unsafe { &*p };
         }
-        self.install(self.slots.get(key), init)
+        self.install(slot, init)
     }
 
     /// Visit every state (one locked at a time).
