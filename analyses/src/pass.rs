@@ -584,6 +584,21 @@ pub enum InlineGuard {
     /// [`SOLE_CLOCKS_OFF`] for a write (its other half 0), in its low half for a read
     /// (the high half kept); then the stamp `w + write`, then `o` (unlocked). The
     /// access then counts as one the stamp test decided.
+    ///
+    /// Where the stamp is 0 instead, the producer may apply the checker's *first
+    /// access* rule (under the same condition on the call context): if `w` is an
+    /// inside word whose clock `w >> 32` is not 0 and whose thread
+    /// `(w & 0xffff_ffff) >> 1` is below 2^24, the `u64` `f` [`GUARD_FRONT_OFF`]
+    /// bytes after the guard word is not 0, and the slot of the packed site
+    /// `p = site | ctx << 32` in the thread's *origin front* at `f`
+    /// ([`guard_front_slot`]: [`GUARD_FRONT_SLOT_BYTES`] bytes, `p` as its first
+    /// `u64` and an origin `o` as its second) holds `p` and an `o` that is not 0,
+    /// then the location's record in the table at `recs` (the stamp table's layout,
+    /// cells of [`GUARD_CELL_BYTES`]) is taken by a compare-and-swap from 0 to 1;
+    /// if the stamp is still 0, the stamp `w + write` is stored, then `o` in the
+    /// record (unlocked); otherwise 0 is stored back in the record and the access
+    /// delivered. The access then counts as one the stamp test decided. (A read
+    /// decided so never passes the guard for a write paired with it.)
     Stamp {
         /// The address of the stamp table's top level (`2^TOP_BITS` pointers).
         top: u64,
@@ -591,12 +606,27 @@ pub enum InlineGuard {
         idle: u64,
         /// The address of the sole-accessor table's top level.
         sole: u64,
+        /// The address of the location records' table's top level.
+        recs: u64,
     },
 }
 
 /// The offset from the guard word of the thread's first conflict-freedom clock in
 /// its current transaction ([`InlineGuard::Stamp`]'s sole-accessor rule).
 pub const GUARD_TX_LO_OFF: i32 = 16;
+/// The offset from the guard word of the address of the thread's origin front
+/// ([`InlineGuard::Stamp`]'s first-access rule; 0: none usable).
+pub const GUARD_FRONT_OFF: i32 = 24;
+/// Slots of a thread's origin front ([`InlineGuard::Stamp`]), and bytes per slot.
+pub const GUARD_FRONT_SLOTS: usize = 64;
+pub const GUARD_FRONT_SLOT_BYTES: u32 = 16;
+
+/// The slot of `site` in call context `ctx` in a thread's origin front
+/// ([`InlineGuard::Stamp`]).
+#[inline]
+pub const fn guard_front_slot(site: u32, ctx: u32) -> usize {
+    (site as usize ^ (ctx as usize).wrapping_mul(31)) & (GUARD_FRONT_SLOTS - 1)
+}
 /// Bytes per cell of the sole-accessor table, and the offsets of its words
 /// ([`InlineGuard::Stamp`]).
 pub const SOLE_CELL_BYTES: u32 = 32;

@@ -1099,6 +1099,82 @@ class Main {
     );
 }
 
+/// SingleTrack's first-access rule inline: inside `main`'s deterministic block, two
+/// threads each fill half of a fresh array from an input array written before the
+/// block, so nearly every access is its location's first in the transaction; once a
+/// first access at a site and context has gone out of line in the thread's segment,
+/// generated code records the next ones itself (the stamp, and the origin in the
+/// location's record). `poke`, forked before `main` fills its half, writes `a[7]`
+/// unordered with `main`'s write in `fill`: the conflict must name that write with
+/// the site and context of its origin, as the interpreter says, and every
+/// statistic must equal the interpreter's and the out-of-line path's.
+#[test]
+fn inline_first_access_rule_keeps_reports_and_statistics() {
+    let src = "\
+class Main {
+    static void fill(int[] a, int[] src, int lo, int hi) {
+        for (int i = lo; i < hi; i++) {
+            a[i] = src[i] + 1;
+        }
+    }
+
+    static void poke(int[] a) {
+        a[7] = 9;
+    }
+
+    static void main() {
+        int[] src = new int[400];
+        for (int i = 0; i < 400; i++) {
+            src[i] = i;
+        }
+        int[] a = new int[400];
+        deterministic {
+            Thread p = fork Main.poke(a);
+            Thread t = fork Main.fill(a, src, 200, 400);
+            fill(a, src, 0, 200);
+            t.join();
+            p.join();
+        }
+        print(a[399]);
+    }
+}
+";
+    let prog = compile_src("first.cj", src).expect("compiles");
+    let tools = "singletrack:fasttrack";
+    for seed in [1, 2, 3] {
+        let a = run_interp_seeded(&prog, tools, seed);
+        let conflict = a
+            .warnings_text
+            .iter()
+            .find(|w| w.contains("on int[7]") && w.contains("not ordered by fork"))
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            conflict.contains("Main.fill (first.cj:4:14)\n    #1 Main.main (first.cj:21:13)")
+                && conflict.contains("Main.poke (first.cj:9:10)"),
+            "seed {seed}: the conflict names main's write in fill and poke's:\n{conflict}"
+        );
+        let (on, off) = (
+            run_jit_parts_with(&prog, tools, seed, true),
+            run_jit_parts_with(&prog, tools, seed, false),
+        );
+        for (what, b) in [("inline check on", &on), ("inline check off", &off)] {
+            if let Some(m) = mismatch("first.cj", &a, what, b) {
+                panic!("seed {seed}: {m}");
+            }
+        }
+        // 400 writes of `src` before the block (the idle test), and 800 accesses of
+        // `a` and `src` in it, all first accesses: all but one per site, context
+        // and segment (and per leaf of the records' table) by the rule (400
+        // without it).
+        assert!(
+            on.checked_inline >= 1150,
+            "seed {seed}: {} accesses decided inline",
+            on.checked_inline
+        );
+    }
+}
+
 /// The inline exclusive rules store the thread's call context with the access's site
 /// (`JitThread::ctx_word`), valid only while no call was made from below the current
 /// depth since the runtime last handed the stack over. Here the main thread's write

@@ -1156,9 +1156,13 @@ impl<'a, 'b> Translator<'a, 'b> {
         // `stamp == word + 1`; else, off the hot path, outside every transaction
         // with none live. `was_idle` (0 or 1) says which held: a hit of the idle
         // test adds one to the checker's count of idle accesses after the word.
-        let guard = c
-            .guard
-            .map(|analyses::pass::InlineGuard::Stamp { top, idle, sole }| {
+        let guard = c.guard.map(
+            |analyses::pass::InlineGuard::Stamp {
+                 top,
+                 idle,
+                 sole,
+                 recs,
+             }| {
                 let gp = self.thread_field(OFF_GUARD);
                 let word = self.b.ins().load(I64, m, gp, 0);
                 let guarded = self.b.create_block();
@@ -1263,6 +1267,13 @@ impl<'a, 'b> Translator<'a, 'b> {
                         stamp,
                         s,
                     };
+                    // A stamp of 0: the location's first access in a transaction.
+                    let (first, earlier) = (self.b.create_block(), self.b.create_block());
+                    self.b.ins().brif(s, earlier, &[], first, &[]);
+                    self.b.switch_to_block(first);
+                    self.first_rule(&at, recs, is_write, site, call);
+                    self.b.ins().jump(guarded, &to_guarded(zero, no));
+                    self.b.switch_to_block(earlier);
                     let pair = self.excl_pair.filter(|_| pairing);
                     let ok =
                         self.sole_rule(&at, is_write, site, pair.map(|p| (p, obj, index)), call);
@@ -1285,7 +1296,8 @@ impl<'a, 'b> Translator<'a, 'b> {
                     .brif(live, call, &[], guarded, &to_guarded(one, yes));
                 self.b.switch_to_block(guarded);
                 (gp, was_idle)
-            });
+            },
+        );
         let cell = self.shadow_cell(c.top, w, CELL, call);
         let ep = self.thread_field(OFF_EPOCH);
         let e = self.b.ins().load(I64, m, ep, 0);
@@ -1453,6 +1465,88 @@ impl<'a, 'b> Translator<'a, 'b> {
         });
         self.b.ins().store(m, own, entry, SOLE_OWNER_OFF);
         ok
+    }
+
+    /// SingleTrack's first-access rule (`analyses::pass::InlineGuard::Stamp`) for the
+    /// location of word index `at.w`, whose stamp `at.s` (at `at.stamp`) is 0, for
+    /// the thread's guard word `at.word` (not `GUARD_OUTSIDE`), with `recs` the
+    /// records' table: falls through when the rule applied (the stamp and the
+    /// record now name the access), jumps to `call` in any other case. Only where
+    /// the call context is the shadow stack's (`exclusive_rule`'s test).
+    fn first_rule(
+        &mut self,
+        at: &SoleAt,
+        recs: u64,
+        is_write: bool,
+        site: SiteId,
+        call: ir::Block,
+    ) {
+        use analyses::pass::{GUARD_CELL_BYTES, GUARD_FRONT_OFF, GUARD_FRONT_SLOTS};
+        let m = MemFlagsData::trusted();
+        let next = |b: &mut FunctionBuilder, cond: Value| {
+            let ok = b.create_block();
+            b.ins().brif(cond, ok, &[], call, &[]);
+            b.switch_to_block(ok);
+        };
+        // An inside word (below 2^63) with a clock (not 0) and a thread below 2^24
+        // (its low half below 2^25).
+        let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, at.word, 0);
+        let not_neg = self.b.create_block();
+        self.b.ins().brif(neg, call, &[], not_neg, &[]);
+        self.b.switch_to_block(not_neg);
+        let clock = self.b.ins().ushr_imm_u(at.word, 32);
+        next(&mut self.b, clock);
+        let low = self.b.ins().band_imm_s(at.word, u32::MAX as i64);
+        let fits = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedLessThan, low, 1 << 25);
+        next(&mut self.b, fits);
+        // The call context of the packed site is the shadow stack's.
+        let moved = self.ctx_moved();
+        let still = self.b.ins().icmp_imm_s(IntCC::Equal, moved, 0);
+        next(&mut self.b, still);
+        // The site's origin in the thread's front, when it has one for its segment.
+        let front = self.b.ins().load(I64, m, at.gp, GUARD_FRONT_OFF);
+        next(&mut self.b, front);
+        let ctx = self.b.ins().load(I64, m, self.ctx, OFF_CTX_WORD);
+        let packed = self.b.ins().bor_imm_s(ctx, i64::from(site.0));
+        // `guard_front_slot(site, ctx)`, times the slot's 16 bytes.
+        let c = self.b.ins().ushr_imm_u(ctx, 32);
+        let c31 = self.b.ins().imul_imm_s(c, 31);
+        let x = self.b.ins().bxor_imm_s(c31, i64::from(site.0));
+        let x = self.b.ins().band_imm_s(x, (GUARD_FRONT_SLOTS - 1) as i64);
+        let off = self.b.ins().ishl_imm_u(x, 4);
+        let slot = self.b.ins().iadd(front, off);
+        let key = self.b.ins().load(I64, m, slot, 0);
+        let same = self.b.ins().icmp(IntCC::Equal, key, packed);
+        next(&mut self.b, same);
+        let origin = self.b.ins().load(I64, m, slot, 8);
+        next(&mut self.b, origin);
+        // The location's record, new: lock it, and find the stamp still 0.
+        let rec = self.shadow_cell(recs, at.w, GUARD_CELL_BYTES, call);
+        let zero = self.iconst(0);
+        let one = self.iconst(1);
+        let old = self.b.ins().atomic_cas(m, rec, zero, one);
+        let got = self.b.ins().icmp_imm_s(IntCC::Equal, old, 0);
+        next(&mut self.b, got);
+        let s = self.b.ins().atomic_load(I64, m, at.stamp);
+        let (still_new, undo) = (self.b.create_block(), self.b.create_block());
+        self.b.set_cold_block(undo);
+        self.b.ins().brif(s, undo, &[], still_new, &[]);
+        self.b.switch_to_block(undo);
+        self.b.ins().atomic_store(m, zero, rec);
+        self.b.ins().jump(call, &[]);
+        // Plain stores in program order (x86-64 keeps it): the stamp, then the
+        // record (unlocked).
+        self.b.switch_to_block(still_new);
+        let stamp = if is_write {
+            self.b.ins().iadd_imm_s(at.word, 1)
+        } else {
+            at.word
+        };
+        self.b.ins().store(m, stamp, at.stamp, 0);
+        self.b.ins().store(m, origin, rec, 0);
     }
 
     /// Where the pair's store has other locals than its load (`Pair::other`): whether

@@ -162,20 +162,45 @@ impl OriginStore {
 }
 
 /// Slots of [`Origins`]' direct-mapped front.
-const FRONT: usize = 64;
+const FRONT: usize = crate::pass::GUARD_FRONT_SLOTS;
+
+/// A slot of [`Origins`]' front, in the layout generated code reads
+/// ([`crate::pass::InlineGuard::Stamp`]'s first-access rule): the packed site
+/// `site | ctx << 32` as one `u64`, then the origin's address (0: empty).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct FrontSlot {
+    site: u32,
+    ctx: u32,
+    origin: u64,
+}
+
+const _: () =
+    assert!(std::mem::size_of::<FrontSlot>() == crate::pass::GUARD_FRONT_SLOT_BYTES as usize);
 
 /// A thread's [`Origin`]s for its current [`Seg`]: one per site and call context,
 /// made (and kept in the pass's [`OriginStore`]) at the first access that needs it,
 /// forgotten (not freed) when the segment changes; and the other origins its cells
 /// needed ([`Origins::intern`]), kept.
-#[derive(Default)]
 pub(super) struct Origins {
     seg: Option<Seg>,
-    /// Direct-mapped by site and context, in front of `all`.
-    front: Vec<(SiteId, CtxId, *const Origin)>,
+    /// Direct-mapped by site and context, in front of `all`; all empty when the
+    /// segment changes. Its address is fixed ([`Origins::front_addr`]).
+    front: Box<[FrontSlot; FRONT]>,
     all: hashbrown::HashMap<(SiteId, CtxId), *const Origin>,
     /// Origins of other segments, by value.
     other: hashbrown::HashMap<Origin, *const Origin>,
+}
+
+impl Default for Origins {
+    fn default() -> Self {
+        Origins {
+            seg: None,
+            front: Box::new([FrontSlot::default(); FRONT]),
+            all: hashbrown::HashMap::new(),
+            other: hashbrown::HashMap::new(),
+        }
+    }
 }
 
 // SAFETY: the pointers are to `Origin`s owned by the pass (immutable once made);
@@ -195,22 +220,30 @@ impl Origins {
     ) -> *const Origin {
         if self.seg != Some(seg) {
             self.seg = Some(seg);
-            self.front.clear();
-            self.front
-                .resize(FRONT, (SiteId(0), CtxId(0), std::ptr::null()));
+            self.front.fill(FrontSlot::default());
             self.all.clear();
         }
-        let slot = (site.0 as usize ^ (ctx.0 as usize).wrapping_mul(31)) % FRONT;
-        let (s, c, p) = self.front[slot];
-        if s == site && c == ctx && !p.is_null() {
-            return p;
+        let slot = &mut self.front[crate::pass::guard_front_slot(site.0, ctx.0)];
+        if slot.site == site.0 && slot.ctx == ctx.0 && slot.origin != 0 {
+            return slot.origin as *const Origin;
         }
         let p = *self
             .all
             .entry((site, ctx))
             .or_insert_with(|| store.make(Origin { seg, site, ctx }));
-        self.front[slot] = (site, ctx, p);
+        *slot = FrontSlot {
+            site: site.0,
+            ctx: ctx.0,
+            origin: p as u64,
+        };
         p
+    }
+
+    /// The address of the front, whose non-empty slots hold this thread's origins
+    /// for the segment of its last [`Origins::get`] (for generated code; only the
+    /// thread reads it, between its calls into the pass).
+    pub(super) fn front_addr(&self) -> u64 {
+        self.front.as_ptr() as u64
     }
 
     /// An origin equal to `o`: `hint` (the address of an origin, or 0) if it is

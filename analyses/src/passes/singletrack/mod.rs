@@ -130,6 +130,23 @@
 //! FastTrack's ([`InlineGuard::Stamp`]), so an access that both decide costs no call:
 //! a grid point its owner updates after every barrier then costs two
 //! compare-and-swaps (the entry's lock here, FastTrack's exclusive rule there).
+//!
+//! **First access inline.** A location's first access inside a transaction (stamp 0,
+//! no record: an output array written once, an input array written before the
+//! block) keeps the thread's [`first::Origin`] for its site and context in the
+//! location's record. Within one segment of the thread (its transaction and graph
+//! node, which only its own events change: inside a transaction the thread holds its
+//! node, so the node stays live) that origin is a slot of the thread's origin
+//! front, so generated code can do the whole rule: lock the record, store the
+//! stamp, store the origin. The pass publishes the front's address in the guard
+//! words ([`GuardWords::front`]) when a first access has just filled it for the
+//! segment the thread is in, and withdraws it whenever the thread's word is set
+//! again (after each of its synchronization events). Nothing else of the rule
+//! depends on the thread: no check can fail and the graph step has no source (the
+//! node is the thread's own), and a stamp of 0 means no sole accessor either (an
+//! owner's stamp is its own, and every access that resets a stamp to 0 went through
+//! the cell, which ends the ownership). crypt's 48 M first accesses under
+//! `singletrack:fasttrack` so no longer call out.
 
 pub mod cf;
 mod first;
@@ -146,8 +163,9 @@ use parking_lot::Mutex;
 
 use crate::event::{Event, EventKind, Loc, Tid};
 use crate::pass::{
-    Flow, GUARD_IDLE_OFF, GUARD_OUTSIDE, GUARD_TX_LO_OFF, InlineChecks, InlineGuard, Local, Pass,
-    SOLE_CELL_BYTES, SOLE_CLOCKS_OFF, SOLE_OWNER_OFF, SOLE_R_SITE_OFF, SOLE_W_SITE_OFF,
+    Flow, GUARD_FRONT_OFF, GUARD_IDLE_OFF, GUARD_OUTSIDE, GUARD_TX_LO_OFF, InlineChecks,
+    InlineGuard, Local, Pass, SOLE_CELL_BYTES, SOLE_CLOCKS_OFF, SOLE_OWNER_OFF, SOLE_R_SITE_OFF,
+    SOLE_W_SITE_OFF,
 };
 use crate::report::{AccessInfo, Warning, WarningKind};
 use crate::shared::Shared;
@@ -337,11 +355,16 @@ struct GuardWords {
     /// (clocks only grow, and `begin` ticks: a stamp of the thread at this clock or
     /// later was made in this transaction). Only the thread writes it.
     tx_lo: AtomicU64,
+    /// The address of the thread's origin front ([`first::Origins::front_addr`])
+    /// while its origins are those of the segment a first access would run in now,
+    /// else 0 ("First access inline" in the module doc). Only the thread writes it.
+    front: AtomicU64,
 }
 
 const _: () = {
     assert!(std::mem::offset_of!(GuardWords, idle) == GUARD_IDLE_OFF as usize);
     assert!(std::mem::offset_of!(GuardWords, tx_lo) == GUARD_TX_LO_OFF as usize);
+    assert!(std::mem::offset_of!(GuardWords, front) == GUARD_FRONT_OFF as usize);
 };
 
 impl Default for ThreadCopy {
@@ -356,6 +379,7 @@ impl Default for ThreadCopy {
                 word: AtomicU64::new(GUARD_OUTSIDE),
                 idle: AtomicU64::new(0),
                 tx_lo: AtomicU64::new(0),
+                front: AtomicU64::new(0),
             },
         }
     }
@@ -588,7 +612,9 @@ impl SingleTrack {
         Self::set_word(t, copy);
     }
 
-    /// Keep the thread's guard word current (see [`GuardWords::word`]).
+    /// Keep the thread's guard word current (see [`GuardWords::word`]). Its
+    /// transaction or node may have changed: the origin front waits for the next
+    /// first access to be published again.
     fn set_word(t: Tid, copy: &ThreadCopy) {
         let w = match (copy.cf.tx.is_some(), copy.inside) {
             (true, true) => inside_word(t, copy.cf.vc.get(t)),
@@ -596,6 +622,7 @@ impl SingleTrack {
             _ => MIXED,
         };
         copy.guard.word.store(w, Relaxed);
+        copy.guard.front.store(0, Relaxed);
     }
 
     /// Count one conflict-freedom check of thread `t` (only `t` writes its counter).
@@ -854,6 +881,15 @@ impl SingleTrack {
         };
         let mut held = self.recs.get(loc.key()).lock();
         let prev = stamp.load(Relaxed);
+        // Generated code applies the first-access rule below without looking at the
+        // entry: a stamp of 0 has no sole accessor ("First access inline").
+        debug_assert!(
+            prev != 0
+                || self
+                    .sole
+                    .peek(loc.key())
+                    .is_none_or(|s| s.owner.load(Relaxed) == 0)
+        );
         // A location's first access, inside a transaction: nothing to check against.
         // Kept without a cell when the stamp it leaves names it ([`first`]), else
         // written to the cell directly (what `Packed::with` would leave).
@@ -875,6 +911,12 @@ impl SingleTrack {
             let s = self.next_stamp(loc, prev, word, write);
             let seg = first::Seg { xid, node: target };
             let origin = copy.origins.get(seg, ev.site, t.ctx, &self.origins);
+            // The segment is the one every first access of the thread runs in until
+            // its next event (see "First access inline").
+            if word < MIXED && decide_access(&self.live, copy.inside, copy.last, []) == Some(target)
+            {
+                copy.guard.front.store(copy.origins.front_addr(), Relaxed);
+            }
             if cur.clock != 0 && s == stamp_word(t.tid, cur.clock) + u64::from(write) {
                 held.set_first(origin);
             } else {
@@ -967,6 +1009,7 @@ impl Pass for SingleTrack {
             top: self.stamps.top_addr(),
             idle: self.live.count_addr(),
             sole: self.sole.top_addr(),
+            recs: self.recs.top_addr(),
         })
     }
 
