@@ -1364,6 +1364,23 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().jump(cont, &[]);
     }
 
+    /// Go on in a new block where `cond` is not 0; jump to `call` otherwise.
+    fn go_on_if(b: &mut FunctionBuilder, call: ir::Block, cond: Value) {
+        let ok = b.create_block();
+        b.ins().brif(cond, ok, &[], call, &[]);
+        b.switch_to_block(ok);
+    }
+
+    /// Go on where the guard word `word` is an inside word (below 2^63, `singletrack`'s
+    /// `InlineGuard::Stamp`); jump to `call` otherwise.
+    fn inside_word_or(&mut self, word: Value, call: ir::Block) {
+        let inside = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, word, 0);
+        Self::go_on_if(&mut self.b, call, inside);
+    }
+
     /// SingleTrack's sole-accessor rule (`analyses::pass::InlineGuard::Stamp`) for the
     /// location of word index `at.w`, whose stamp `at.s` (at `at.stamp`) failed the
     /// stamp test of the thread's guard word `at.word` (at `at.gp`, not
@@ -1383,39 +1400,31 @@ impl<'a, 'b> Translator<'a, 'b> {
             SOLE_R_SITE_OFF, SOLE_W_SITE_OFF,
         };
         let m = MemFlagsData::trusted();
-        let next = |b: &mut FunctionBuilder, cond: Value| {
-            let ok = b.create_block();
-            b.ins().brif(cond, ok, &[], call, &[]);
-            b.switch_to_block(ok);
-        };
         // An inside word (below 2^63), and a stamp of the same thread (equal but
         // for the clock and the write bit) that is a plain one (below 2^62), not 0,
         // from this transaction (its clock at least the thread's first).
-        let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, at.word, 0);
-        let not_neg = self.b.create_block();
-        self.b.ins().brif(neg, call, &[], not_neg, &[]);
-        self.b.switch_to_block(not_neg);
+        self.inside_word_or(at.word, call);
         let x = self.b.ins().bxor(at.s, at.word);
         let x = self.b.ins().band_imm_s(x, 0xffff_fffe);
         let same_tid = self.b.ins().icmp_imm_s(IntCC::Equal, x, 0);
-        next(&mut self.b, same_tid);
+        Self::go_on_if(&mut self.b, call, same_tid);
         let s1 = self.b.ins().iadd_imm_s(at.s, -1);
         let plain = self
             .b
             .ins()
             .icmp_imm_s(IntCC::UnsignedLessThan, s1, (1 << 62) - 1);
-        next(&mut self.b, plain);
+        Self::go_on_if(&mut self.b, call, plain);
         let lo = self.b.ins().load(I64, m, at.gp, GUARD_TX_LO_OFF);
         let clock = self.b.ins().ushr_imm_u(at.s, 32);
         let ours = self
             .b
             .ins()
             .icmp(IntCC::UnsignedGreaterThanOrEqual, clock, lo);
-        next(&mut self.b, ours);
+        Self::go_on_if(&mut self.b, call, ours);
         // The call context of the packed site is the shadow stack's.
         let moved = self.ctx_moved();
         let still = self.b.ins().icmp_imm_s(IntCC::Equal, moved, 0);
-        next(&mut self.b, still);
+        Self::go_on_if(&mut self.b, call, still);
         // The entry, owned by the thread: lock it.
         let entry = self.shadow_cell(at.top, at.w, SOLE_CELL_BYTES, call);
         let low = self.b.ins().band_imm_s(at.word, u32::MAX as i64);
@@ -1424,7 +1433,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         let o_addr = self.b.ins().iadd_imm_s(entry, i64::from(SOLE_OWNER_OFF));
         let old = self.b.ins().atomic_cas(m, o_addr, own, locked);
         let got = self.b.ins().icmp(IntCC::Equal, old, own);
-        next(&mut self.b, got);
+        Self::go_on_if(&mut self.b, call, got);
         // Plain stores in program order (x86-64 keeps it), the owner's last.
         let ctx = self.b.ins().load(I64, m, self.ctx, OFF_CTX_WORD);
         let packed = self.b.ins().bor_imm_s(ctx, i64::from(site.0));
@@ -1483,32 +1492,24 @@ impl<'a, 'b> Translator<'a, 'b> {
     ) {
         use analyses::pass::{GUARD_CELL_BYTES, GUARD_FRONT_OFF, GUARD_FRONT_SLOTS};
         let m = MemFlagsData::trusted();
-        let next = |b: &mut FunctionBuilder, cond: Value| {
-            let ok = b.create_block();
-            b.ins().brif(cond, ok, &[], call, &[]);
-            b.switch_to_block(ok);
-        };
         // An inside word (below 2^63) with a clock (not 0) and a thread below 2^24
         // (its low half below 2^25).
-        let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, at.word, 0);
-        let not_neg = self.b.create_block();
-        self.b.ins().brif(neg, call, &[], not_neg, &[]);
-        self.b.switch_to_block(not_neg);
+        self.inside_word_or(at.word, call);
         let clock = self.b.ins().ushr_imm_u(at.word, 32);
-        next(&mut self.b, clock);
+        Self::go_on_if(&mut self.b, call, clock);
         let low = self.b.ins().band_imm_s(at.word, u32::MAX as i64);
         let fits = self
             .b
             .ins()
             .icmp_imm_s(IntCC::UnsignedLessThan, low, 1 << 25);
-        next(&mut self.b, fits);
+        Self::go_on_if(&mut self.b, call, fits);
         // The call context of the packed site is the shadow stack's.
         let moved = self.ctx_moved();
         let still = self.b.ins().icmp_imm_s(IntCC::Equal, moved, 0);
-        next(&mut self.b, still);
+        Self::go_on_if(&mut self.b, call, still);
         // The site's origin in the thread's front, when it has one for its segment.
         let front = self.b.ins().load(I64, m, at.gp, GUARD_FRONT_OFF);
-        next(&mut self.b, front);
+        Self::go_on_if(&mut self.b, call, front);
         let ctx = self.b.ins().load(I64, m, self.ctx, OFF_CTX_WORD);
         let packed = self.b.ins().bor_imm_s(ctx, i64::from(site.0));
         // `guard_front_slot(site, ctx)`, times the slot's 16 bytes.
@@ -1520,16 +1521,16 @@ impl<'a, 'b> Translator<'a, 'b> {
         let slot = self.b.ins().iadd(front, off);
         let key = self.b.ins().load(I64, m, slot, 0);
         let same = self.b.ins().icmp(IntCC::Equal, key, packed);
-        next(&mut self.b, same);
+        Self::go_on_if(&mut self.b, call, same);
         let origin = self.b.ins().load(I64, m, slot, 8);
-        next(&mut self.b, origin);
+        Self::go_on_if(&mut self.b, call, origin);
         // The location's record, new: lock it, and find the stamp still 0.
         let rec = self.shadow_cell(recs, at.w, GUARD_CELL_BYTES, call);
         let zero = self.iconst(0);
         let one = self.iconst(1);
         let old = self.b.ins().atomic_cas(m, rec, zero, one);
         let got = self.b.ins().icmp_imm_s(IntCC::Equal, old, 0);
-        next(&mut self.b, got);
+        Self::go_on_if(&mut self.b, call, got);
         let s = self.b.ins().atomic_load(I64, m, at.stamp);
         let (still_new, undo) = (self.b.create_block(), self.b.create_block());
         self.b.set_cold_block(undo);
