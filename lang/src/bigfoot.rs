@@ -52,6 +52,13 @@
 //! accesses are anticipated. A loop-carried access then has no check inside the loop
 //! and one check on the exit edge (Fig. 3.6b), provided no acquire intervenes.
 //!
+//! # Reused field loads
+//! Before placement, a block's second load of a non-volatile `o.f` with nothing
+//! between that may change what the thread may read there becomes a copy of the
+//! first ([`reuse_field_loads`]), so a field read in every statement (`this.a[i]`,
+//! `this.a[i + 1]`, …; `p.x`, `p.y` with `p` a field) names one object through one
+//! local and its accesses coalesce.
+//!
 //! # Coalescing and shadow proxies (§3.4)
 //! The paths checked at one point are coalesced: the fields of one object local with
 //! one kind become one check. Per class, fields that appear in exactly the same
@@ -134,6 +141,8 @@ pub struct Placement {
     pub loop_covered: usize,
     /// Range checks placed after loops.
     pub loop_ranges: usize,
+    /// Field loads replaced by a copy of an earlier load's value ([`reuse_field_loads`]).
+    pub reused_loads: usize,
 }
 
 /// Per function: may it (transitively) acquire, may it release (the kill sets of
@@ -292,25 +301,154 @@ fn successors(t: &Terminator) -> Vec<BlockId> {
 /// what placement did.
 pub fn place(prog: &Program) -> (Program, Placement) {
     let kills = sync_summaries(prog);
+    let quiet = quiet_functions(prog, &kills);
     let mut out = prog.clone();
     let mut stats = Placement::default();
     let mut raw: Vec<Vec<RawCheck>> = Vec::with_capacity(prog.funcs.len());
+    let mut gone = Vec::new();
     for f in out.funcs.iter_mut() {
         let mut cx = Ctx {
             prog,
             kills: &kills,
             covered: HashSet::new(),
         };
+        let before = gone.len();
+        reuse_field_loads(prog, &quiet, f, &mut gone);
+        stats.reused_loads += gone.len() - before;
         rename_self_accesses(f);
         cx.covered = coalesce_loops(&cx, f, &mut stats);
         stats.rotated_loops += rotate_loops(f);
         raw.push(place_function(&cx, f, &mut stats));
+    }
+    // A reused load's site accesses nothing any more.
+    for site in gone {
+        if let Some(p) = out.capsule_proven.get_mut(site.0 as usize) {
+            *p = false;
+        }
     }
     let groups = shadow_groups(prog, &raw);
     for (f, checks) in out.funcs.iter_mut().zip(raw) {
         emit(f, checks, &groups, &mut stats);
     }
     (out, stats)
+}
+
+/// Per function: whether a call of it is transparent to [`reuse_field_loads`]: it
+/// (transitively) neither synchronizes (no acquire, no release: `kills`) nor writes
+/// a field.
+fn quiet_functions(prog: &Program, kills: &[(bool, bool)]) -> Vec<bool> {
+    let mut quiet: Vec<bool> = prog
+        .funcs
+        .iter()
+        .zip(kills)
+        .map(|(f, &(acq, rel))| {
+            !acq && !rel
+                && !f
+                    .blocks
+                    .iter()
+                    .flat_map(|b| &b.insts)
+                    .any(|i| matches!(i, Inst::PutField { .. }))
+        })
+        .collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (fi, f) in prog.funcs.iter().enumerate() {
+            if quiet[fi]
+                && f.blocks
+                    .iter()
+                    .flat_map(|b| &b.insts)
+                    .any(|i| matches!(i, Inst::Call { func, .. } if !quiet[func.index()]))
+            {
+                quiet[fi] = false;
+                changed = true;
+            }
+        }
+    }
+    quiet
+}
+
+/// Redundant field loads within a block: `y = o.f` after `x = o.f` becomes `y = x`
+/// when nothing between can have changed what the thread may read there: no
+/// assignment of `o` or `x`, no store to field `f` of any object, no synchronization
+/// (an acquire, a release, or a call that may do either or write a field: see
+/// [`quiet_functions`]). Volatile fields are never reused. The sites of the loads
+/// replaced go to `gone`.
+///
+/// A Java compiler may do the same (the second read has no happens-before edge the
+/// first lacks, so it may see the same write), and it matters to placement: a field
+/// read again in every statement (`text1[i1]`, `text1[i1 + 1]`, … with `text1` a
+/// field, crypt's IDEA loop; `p.x`, `p.y`, `p.z` with `p` a field, raytracer's
+/// `Ray.point`) names one object through one local, so its accesses coalesce into
+/// one range or one field group instead of one per load. A run of the placed program
+/// simply makes fewer reads of `o.f`; the races it can have are the same: the removed
+/// read is in the epoch of the read it reuses, so a write races with one iff it races
+/// with the other, and `bigfoot` and every pass beside it see the same run.
+fn reuse_field_loads(prog: &Program, quiet: &[bool], f: &mut Function, gone: &mut Vec<SiteId>) {
+    for b in &mut f.blocks {
+        // (object local, field) -> the local that holds the value read.
+        let mut avail: HashMap<(Local, FieldRef), Local> = HashMap::new();
+        // A local assigned a reused value -> the local it copies, while neither is
+        // assigned again: later accesses name the object through the first local.
+        let mut same: HashMap<Local, Local> = HashMap::new();
+        for inst in &mut b.insts {
+            if let Some(o) = object_operand(inst)
+                && let Some(&first) = same.get(o)
+            {
+                *o = first;
+            }
+            if let Inst::GetField {
+                dst,
+                obj,
+                field,
+                site,
+            } = *inst
+                && !prog.field(field).is_volatile
+                && let Some(&held) = avail.get(&(obj, field))
+            {
+                *inst = Inst::Copy { dst, src: held };
+                gone.push(site);
+            }
+            let kills_all = match &*inst {
+                Inst::Call { func, .. } => !quiet[func.index()],
+                Inst::PutField { field, .. } => prog.field(*field).is_volatile,
+                Inst::GetField { field, .. } => prog.field(*field).is_volatile,
+                i => own_sync(prog, i) != Sync::None || matches!(i, Inst::Notify { .. }),
+            };
+            if kills_all {
+                avail.clear();
+            }
+            if let Inst::PutField { field, .. } = *inst {
+                avail.retain(|&(_, g), _| g != field);
+            }
+            if let Some(d) = dst_of(inst) {
+                avail.retain(|&(o, _), &mut h| o != d && h != d);
+                same.retain(|&c, &mut s| c != d && s != d);
+            }
+            match *inst {
+                Inst::GetField {
+                    dst, obj, field, ..
+                } if dst != obj && !prog.field(field).is_volatile => {
+                    avail.insert((obj, field), dst);
+                }
+                Inst::Copy { dst, src } if dst != src => {
+                    same.insert(dst, same.get(&src).copied().unwrap_or(src));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The object (or array) local a heap access or array length names.
+fn object_operand(inst: &mut Inst) -> Option<&mut Local> {
+    match inst {
+        Inst::GetField { obj, .. } | Inst::PutField { obj, .. } => Some(obj),
+        Inst::ArrayLoad { arr, .. }
+        | Inst::ArrayStore { arr, .. }
+        | Inst::ArrayLength { arr, .. } => Some(arr),
+        _ => None,
+    }
 }
 
 /// `x = x.f` / `x = x[i]` / `i = a[i]`: read the object (index) through a fresh copy,

@@ -505,6 +505,127 @@ fn a_loop_carried_field_access_is_checked_once_after_the_loop() {
     // And it runs: precise checks and the same races as fasttrack.
 }
 
+/// How many loads of the field `Class.field` the function `name` of `p` makes.
+fn loads_of(p: &Program, name: &str, class: &str, field: &str) -> usize {
+    let f = p
+        .funcs
+        .iter()
+        .enumerate()
+        .find(|(i, _)| p.func_name(lang::ir::FuncId(*i as u32)) == name)
+        .map(|(_, f)| f)
+        .unwrap_or_else(|| panic!("no {name}"));
+    f.blocks
+        .iter()
+        .flat_map(|b| &b.insts)
+        .filter(|i| {
+            matches!(i, Inst::GetField { field: r, .. }
+                if p.class(r.class).name == class
+                    && p.class(r.class).fields[r.index as usize].name == field)
+        })
+        .count()
+}
+
+#[test]
+fn a_field_read_again_in_a_block_is_read_once_so_its_accesses_coalesce() {
+    // raytracer's `Ray.point`: `p.x`, `p.y`, `p.z` read `this.p` three times. Read
+    // once, the three fields are accessed through one local, so they are checked
+    // together everywhere and share one shadow group.
+    let p = placed(
+        "class Vec { double x; double y; double z;
+             Vec(double a, double b, double c) { x = a; y = b; z = c; } }
+         class Ray { Vec p; Vec d;
+             Vec point(double t) { return new Vec(p.x + d.x * t, p.y + d.y * t, p.z + d.z * t); } }
+         class Main { static void main() {
+             Ray r = new Ray(); r.p = new Vec(1.0, 2.0, 3.0); r.d = new Vec(0.0, 1.0, 0.0);
+             Vec v = r.point(2.0); print(v.x + v.y + v.z); } }",
+    );
+    assert_eq!(loads_of(&p, "Ray.point", "Ray", "p"), 1);
+    assert_eq!(loads_of(&p, "Ray.point", "Ray", "d"), 1);
+    assert_eq!(
+        checks_of(&p, "Ray.point"),
+        vec![
+            ('R', "p/d".into()),
+            ('R', "x/y/z".into()),
+            ('R', "x/y/z".into())
+        ]
+    );
+    // crypt's IDEA loop: `text[i]` … `text[i + 3]` with `text` a field are one range
+    // check on the loop's exit (each of its two exit edges), not one per load of the
+    // field in every iteration.
+    let p = placed(
+        "class B { int[] text; int sum;
+             void run(int n) {
+                 int s = 0;
+                 for (int i = 0; i < n; i = i + 4) { s = s + text[i] + text[i + 1] + text[i + 2] + text[i + 3]; }
+                 sum = s;
+             } }
+         class Main { static void main() { B b = new B(); b.text = new int[16]; b.run(16); print(b.sum); } }",
+    );
+    assert_eq!(
+        checks_of(&p, "B.run"),
+        vec![
+            ('W', "sum".into()),
+            ('R', "range".into()),
+            ('R', "range".into()),
+            ('R', "text".into())
+        ]
+    );
+}
+
+#[test]
+fn a_field_is_read_again_after_anything_that_may_change_what_it_reads() {
+    let p = placed(
+        "class C { int f; int g; volatile int v;
+             static int quiet(int x) { return x * 2; }
+             static void writes(C o) { o.g = 1; }
+             static void locks(C o) { synchronized (o) { } }
+             int lock(C o) { int x = o.f; synchronized (o) { } int y = o.f; return x + y; }
+             int store(C o, C q) { int x = o.f; q.f = 3; int y = o.f; return x + y; }
+             int volatileRead(C o) { int x = o.f; int w = o.v; int y = o.f; return x + y + w; }
+             int volatileTwice(C o) { int x = o.v; int y = o.v; return x + y; }
+             int reassigned(C o, C q) { int x = o.f; o = q; int y = o.f; return x + y; }
+             int writer(C o) { int x = o.f; writes(o); int y = o.f; return x + y; }
+             int locker(C o) { int x = o.f; locks(o); int y = o.f; return x + y; }
+             int otherField(C o) { int x = o.f; o.g = 1; int y = o.f; return x + y; }
+             int quietCall(C o) { int x = o.f; int q = quiet(x); int y = o.f; return x + y + q; }
+         }
+         class Main { static void main() { C c = new C(); print(c.lock(c) + c.store(c, c)); } }",
+    );
+    for (name, field, loads) in [
+        ("C.lock", "f", 2),
+        ("C.store", "f", 2),
+        ("C.volatileRead", "f", 2),
+        ("C.volatileTwice", "v", 2),
+        ("C.reassigned", "f", 2),
+        ("C.writer", "f", 2),
+        ("C.locker", "f", 2),
+        ("C.otherField", "f", 1),
+        ("C.quietCall", "f", 1),
+    ] {
+        assert_eq!(loads_of(&p, name, "C", field), loads, "{name}");
+    }
+}
+
+#[test]
+fn a_race_on_a_field_read_once_is_still_reported() {
+    // The worker reads `o.f` twice with nothing between, main writes it unordered:
+    // the placed program reads it once, and both detectors still flag `f` (the write
+    // races with the one read as it raced with either).
+    let src = "
+class O { int f; int[] a;
+    void r() { int t = f; int u = f + 1; a[0] = t + u; } }
+class Main { static void main() {
+    O o = new O(); o.a = new int[1];
+    Thread t = fork o.r();
+    o.f = 7;
+    t.join(); print(o.a[0]); } }";
+    assert_eq!(loads_of(&placed(src), "O.r", "O", "f"), 1);
+    for seed in 1..7 {
+        let (stats, races) = bigfoot_stats(src, seed);
+        assert!(races > 0, "seed {seed}: {stats}");
+    }
+}
+
 /// Every corpus program (examples and bugs) that is not heavy.
 fn corpus() -> Vec<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus");
