@@ -372,7 +372,8 @@ fn quiet_functions(prog: &Program, kills: &[(bool, bool)]) -> Vec<bool> {
 /// when nothing between can have changed what the thread may read there: no
 /// assignment of `o` or `x`, no store to field `f` of any object, no synchronization
 /// (an acquire, a release, or a call that may do either or write a field: see
-/// [`quiet_functions`]). Volatile fields are never reused. The sites of the loads
+/// [`quiet_functions`]), no `deterministic` or `atomic` bound. Volatile fields are
+/// never reused. The sites of the loads
 /// replaced go to `gone`.
 ///
 /// A Java compiler may do the same (the second read has no happens-before edge the
@@ -413,7 +414,15 @@ fn reuse_field_loads(prog: &Program, quiet: &[bool], f: &mut Function, gone: &mu
                 Inst::Call { func, .. } => !quiet[func.index()],
                 Inst::PutField { field, .. } => prog.field(*field).is_volatile,
                 Inst::GetField { field, .. } => prog.field(*field).is_volatile,
-                i => own_sync(prog, i) != Sync::None || matches!(i, Inst::Notify { .. }),
+                // (And at a transaction's bounds, so that a chain with SingleTrack or
+                // `atomicity` sees the reads on the side where the program makes them.)
+                i => {
+                    own_sync(prog, i) != Sync::None
+                        || matches!(
+                            i,
+                            Inst::Notify { .. } | Inst::SpecBegin { .. } | Inst::SpecEnd { .. }
+                        )
+                }
             };
             if kills_all {
                 avail.clear();

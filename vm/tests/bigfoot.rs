@@ -588,6 +588,7 @@ fn a_field_is_read_again_after_anything_that_may_change_what_it_reads() {
              int locker(C o) { int x = o.f; locks(o); int y = o.f; return x + y; }
              int otherField(C o) { int x = o.f; o.g = 1; int y = o.f; return x + y; }
              int quietCall(C o) { int x = o.f; int q = quiet(x); int y = o.f; return x + y + q; }
+             int bound(C o) { int x = o.f; deterministic { int y = o.f; x = x + y; } return x; }
          }
          class Main { static void main() { C c = new C(); print(c.lock(c) + c.store(c, c)); } }",
     );
@@ -601,6 +602,7 @@ fn a_field_is_read_again_after_anything_that_may_change_what_it_reads() {
         ("C.locker", "f", 2),
         ("C.otherField", "f", 1),
         ("C.quietCall", "f", 1),
+        ("C.bound", "f", 2),
     ] {
         assert_eq!(loads_of(&p, name, "C", field), loads, "{name}");
     }
