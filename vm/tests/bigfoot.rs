@@ -606,6 +606,22 @@ fn a_field_is_read_again_after_anything_that_may_change_what_it_reads() {
     ] {
         assert_eq!(loads_of(&p, name, "C", field), loads, "{name}");
     }
+    // And the placed program runs as written: main reads `o.f` again after joining
+    // the thread that set it (property 7 alone would not notice a reuse across the
+    // join: both detectors see the same run).
+    let src = "
+class O { int f; }
+class W { O o; W(O o) { this.o = o; } void run() { o.f = 5; } }
+class Main { static void main() {
+    O o = new O(); int a = o.f;
+    Thread t = fork new W(o).run(); t.join();
+    int b = o.f; print(a + b); } }";
+    let prog = compile(src).unwrap_or_else(|e| panic!("{e}"));
+    for tier in [Tier::Interp, Tier::Jit] {
+        let run = run_bigfoot(&prog, tier, 1).expect("run");
+        assert_eq!(run.out.stdout, b"5\n", "{tier}");
+        assert!(run.warnings.is_empty(), "{tier}");
+    }
 }
 
 #[test]
