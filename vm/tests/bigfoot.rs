@@ -20,15 +20,19 @@ fn placed(src: &str) -> Program {
     placed
 }
 
-/// The checks of `Class.method` in block order: (kind, target), kind `R` or `W`.
-fn checks_of(p: &Program, name: &str) -> Vec<(char, String)> {
-    let f = p
-        .funcs
+/// The function `Class.method` of `p`.
+fn func<'p>(p: &'p Program, name: &str) -> &'p lang::ir::Function {
+    p.funcs
         .iter()
         .enumerate()
         .find(|(i, _)| p.func_name(lang::ir::FuncId(*i as u32)) == name)
         .map(|(_, f)| f)
-        .unwrap_or_else(|| panic!("no {name}"));
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+/// The checks of `Class.method` in block order: (kind, target), kind `R` or `W`.
+fn checks_of(p: &Program, name: &str) -> Vec<(char, String)> {
+    let f = func(p, name);
     let mut out = Vec::new();
     for b in &f.blocks {
         for i in &b.insts {
@@ -66,13 +70,7 @@ fn checks_of(p: &Program, name: &str) -> Vec<(char, String)> {
 /// Whether a check of `Class.method` comes before the first instruction matching `at`
 /// in the same block.
 fn check_before(p: &Program, name: &str, at: impl Fn(&Inst) -> bool) -> bool {
-    let f = p
-        .funcs
-        .iter()
-        .enumerate()
-        .find(|(i, _)| p.func_name(lang::ir::FuncId(*i as u32)) == name)
-        .map(|(_, f)| f)
-        .expect("function");
+    let f = func(p, name);
     f.blocks.iter().any(|b| {
         b.insts
             .iter()
@@ -507,13 +505,7 @@ fn a_loop_carried_field_access_is_checked_once_after_the_loop() {
 
 /// How many loads of the field `Class.field` the function `name` of `p` makes.
 fn loads_of(p: &Program, name: &str, class: &str, field: &str) -> usize {
-    let f = p
-        .funcs
-        .iter()
-        .enumerate()
-        .find(|(i, _)| p.func_name(lang::ir::FuncId(*i as u32)) == name)
-        .map(|(_, f)| f)
-        .unwrap_or_else(|| panic!("no {name}"));
+    let f = func(p, name);
     f.blocks
         .iter()
         .flat_map(|b| &b.insts)
