@@ -148,8 +148,7 @@ pub struct Placement {
 /// Per function: may it (transitively) acquire, may it release (the kill sets of
 /// Fig. 3.7's CALL rule; a `synchronized` method does both).
 pub fn sync_summaries(prog: &Program) -> Vec<(bool, bool)> {
-    let n = prog.funcs.len();
-    let mut s: Vec<(bool, bool)> = prog
+    let s: Vec<(bool, bool)> = prog
         .funcs
         .iter()
         .map(|f| {
@@ -169,19 +168,25 @@ pub fn sync_summaries(prog: &Program) -> Vec<(bool, bool)> {
             (acq, rel)
         })
         .collect();
-    // Propagate through calls to a fixed point (the call graph is explicit: CapJava
-    // has no virtual dispatch).
+    through_calls(prog, s, |a, b| (a.0 | b.0, a.1 | b.1))
+}
+
+/// Per-function facts `own` (what each function's own instructions do) joined with
+/// those of every function it calls, transitively: a fixed point over the call graph
+/// (explicit: CapJava has no virtual dispatch).
+fn through_calls<T: Copy + PartialEq>(
+    prog: &Program,
+    mut s: Vec<T>,
+    join: impl Fn(T, T) -> T,
+) -> Vec<T> {
     let mut changed = true;
     while changed {
         changed = false;
-        for fi in 0..n {
+        for (fi, f) in prog.funcs.iter().enumerate() {
             let mut cur = s[fi];
-            for b in &prog.funcs[fi].blocks {
-                for i in &b.insts {
-                    if let Inst::Call { func, .. } = i {
-                        let c = s[func.index()];
-                        cur = (cur.0 | c.0, cur.1 | c.1);
-                    }
+            for i in f.blocks.iter().flat_map(|b| &b.insts) {
+                if let Inst::Call { func, .. } = i {
+                    cur = join(cur, s[func.index()]);
                 }
             }
             if cur != s[fi] {
@@ -337,35 +342,22 @@ pub fn place(prog: &Program) -> (Program, Placement) {
 /// (transitively) neither synchronizes (no acquire, no release: `kills`) nor writes
 /// a field.
 fn quiet_functions(prog: &Program, kills: &[(bool, bool)]) -> Vec<bool> {
-    let mut quiet: Vec<bool> = prog
+    let own_writes = prog
         .funcs
         .iter()
-        .zip(kills)
-        .map(|(f, &(acq, rel))| {
-            !acq && !rel
-                && !f
-                    .blocks
-                    .iter()
-                    .flat_map(|b| &b.insts)
-                    .any(|i| matches!(i, Inst::PutField { .. }))
+        .map(|f| {
+            f.blocks
+                .iter()
+                .flat_map(|b| &b.insts)
+                .any(|i| matches!(i, Inst::PutField { .. }))
         })
         .collect();
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for (fi, f) in prog.funcs.iter().enumerate() {
-            if quiet[fi]
-                && f.blocks
-                    .iter()
-                    .flat_map(|b| &b.insts)
-                    .any(|i| matches!(i, Inst::Call { func, .. } if !quiet[func.index()]))
-            {
-                quiet[fi] = false;
-                changed = true;
-            }
-        }
-    }
-    quiet
+    let writes = through_calls(prog, own_writes, |a, b| a | b);
+    kills
+        .iter()
+        .zip(writes)
+        .map(|(&(acq, rel), w)| !acq && !rel && !w)
+        .collect()
 }
 
 /// Redundant field loads within a block: `y = o.f` after `x = o.f` becomes `y = x`
@@ -373,8 +365,7 @@ fn quiet_functions(prog: &Program, kills: &[(bool, bool)]) -> Vec<bool> {
 /// assignment of `o` or `x`, no store to field `f` of any object, no synchronization
 /// (an acquire, a release, or a call that may do either or write a field: see
 /// [`quiet_functions`]), no `deterministic` or `atomic` bound. Volatile fields are
-/// never reused. The sites of the loads
-/// replaced go to `gone`.
+/// never reused. The sites of the loads replaced go to `gone`.
 ///
 /// A Java compiler may do the same (the second read has no happens-before edge the
 /// first lacks, so it may see the same write), and it matters to placement: a field
@@ -389,8 +380,9 @@ fn reuse_field_loads(prog: &Program, quiet: &[bool], f: &mut Function, gone: &mu
     for b in &mut f.blocks {
         // (object local, field) -> the local that holds the value read.
         let mut avail: HashMap<(Local, FieldRef), Local> = HashMap::new();
-        // A local assigned a reused value -> the local it copies, while neither is
-        // assigned again: later accesses name the object through the first local.
+        // A local assigned by a copy (a reused load's, or the program's own) -> the
+        // local it copies, while neither is assigned again: later accesses name the
+        // object through the first local.
         let mut same: HashMap<Local, Local> = HashMap::new();
         for inst in &mut b.insts {
             if let Some(o) = object_operand(inst)
