@@ -79,6 +79,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::ir::*;
 
+mod hoist;
+
 /// A location named through locals.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 enum Path {
@@ -143,6 +145,9 @@ pub struct Placement {
     pub loop_ranges: usize,
     /// Field loads replaced by a copy of an earlier load's value ([`reuse_field_loads`]).
     pub reused_loads: usize,
+    /// Loads of `this`'s fields read once before their loop instead of in every
+    /// iteration ([`hoist::hoist_loop_loads`]).
+    pub hoisted_loads: usize,
 }
 
 /// Per function: may it (transitively) acquire, may it release (the kill sets of
@@ -320,6 +325,7 @@ pub fn place(prog: &Program) -> (Program, Placement) {
         let before = gone.len();
         reuse_field_loads(prog, &quiet, f, &mut gone);
         stats.reused_loads += gone.len() - before;
+        stats.hoisted_loads += hoist::hoist_loop_loads(prog, &quiet, f);
         rename_self_accesses(f);
         cx.covered = coalesce_loops(&cx, f, &mut stats);
         stats.rotated_loops += rotate_loops(f);
