@@ -441,8 +441,9 @@ fn extreme_constants_in_loops_are_no_induction_steps() {
 #[test]
 fn a_field_array_replaced_during_the_loop_keeps_both_arrays_checked() {
     // The worker's loop reads `arr[i]` while main writes both arrays and replaces the
-    // field: the ranges over the old array are checked when the change is seen, so
-    // bigfoot reports the same elements as fasttrack (the oracles run on every seed).
+    // field: the worker reads `arr` once, before the loop (nothing in the loop may
+    // change it), so it reads one of the arrays throughout, and bigfoot reports the
+    // same elements as fasttrack (the oracles run on every seed).
     let src = "
 class W {
     int[] arr;
@@ -468,6 +469,46 @@ class Main {
     for seed in 1..7 {
         let (stats, races) = bigfoot_stats(src, seed);
         assert!(races > 0, "{stats}");
+    }
+    // The worker replaces the field itself halfway: the loop reads `arr` in every
+    // iteration (no hoisting past its own store), its ranges over `a` and over `b` are
+    // each checked, and main's writes to the halves the worker does not read race
+    // with nothing. (A hoisting that ignored the store would read `a` throughout:
+    // another sum, and races on `a`'s second half.)
+    let src = "
+class W {
+    int[] arr;
+    int[] other;
+    void run(int n) {
+        int s = 0;
+        for (int i = 0; i < n; i++) { s = s + arr[i]; if (i == 23) { arr = other; } }
+        print(s);
+    }
+}
+class Main {
+    static void main() {
+        W w = new W();
+        int[] a = new int[48];
+        int[] b = new int[48];
+        for (int i = 0; i < 48; i++) { a[i] = 1; b[i] = 2; }
+        w.arr = a;
+        w.other = b;
+        Thread t = fork w.run(48);
+        for (int i = 0; i < 24; i++) { a[i + 24] = 5; b[i] = 5; }
+        t.join();
+    }
+}";
+    let prog = compile(src).unwrap_or_else(|e| panic!("{e}"));
+    for seed in 1..7 {
+        let tier = if seed % 2 == 0 {
+            Tier::Jit
+        } else {
+            Tier::Interp
+        };
+        bigfoot_agrees_on(&prog, seed, tier).expect("oracles");
+        let run = run_bigfoot(&prog, tier, seed).expect("run");
+        assert_eq!(run.out.stdout, b"72\n", "seed {seed}");
+        assert!(run.warnings.is_empty(), "seed {seed}: {:?}", run.warnings);
     }
 }
 
