@@ -1083,6 +1083,35 @@ fn coalesce_loops(
     covered
 }
 
+/// Each block's predecessors.
+fn predecessors(f: &Function) -> Vec<Vec<usize>> {
+    let mut preds = vec![Vec::new(); f.blocks.len()];
+    for (b, block) in f.blocks.iter().enumerate() {
+        for s in successors(&block.term) {
+            preds[s.index()].push(b);
+        }
+    }
+    preds
+}
+
+/// The natural loop of the back edge `l → h`: `h` and every block that reaches `l`
+/// without passing through `h`.
+fn natural_loop(preds: &[Vec<usize>], h: usize, l: usize) -> BTreeSet<usize> {
+    let mut body: BTreeSet<usize> = [h, l].into_iter().collect();
+    let mut work = vec![l];
+    while let Some(b) = work.pop() {
+        if b == h {
+            continue;
+        }
+        for &p in &preds[b] {
+            if body.insert(p) {
+                work.push(p);
+            }
+        }
+    }
+    body
+}
+
 /// Definitions of each local: (block, instruction) positions.
 fn defs_in(
     f: &Function,
@@ -1123,25 +1152,8 @@ fn coalesce_loop(
 ) {
     let n = f.blocks.len();
     let succs: Vec<Vec<BlockId>> = f.blocks.iter().map(|b| successors(&b.term)).collect();
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (b, ss) in succs.iter().enumerate() {
-        for s in ss {
-            preds[s.index()].push(b);
-        }
-    }
-    // The natural loop of the back edge l → h.
-    let mut body: BTreeSet<usize> = [h, l].into_iter().collect();
-    let mut work = vec![l];
-    while let Some(b) = work.pop() {
-        if b == h {
-            continue;
-        }
-        for &p in &preds[b] {
-            if body.insert(p) {
-                work.push(p);
-            }
-        }
-    }
+    let preds = predecessors(f);
+    let body = natural_loop(&preds, h, l);
     if !matches!(f.blocks[l].term, Terminator::Jump(t) if t.index() == h) || l == h {
         return;
     }

@@ -499,17 +499,27 @@ class Main {
     }
 }";
     let prog = compile(src).unwrap_or_else(|e| panic!("{e}"));
-    for seed in 1..7 {
-        let tier = if seed % 2 == 0 {
-            Tier::Jit
-        } else {
-            Tier::Interp
-        };
-        bigfoot_agrees_on(&prog, seed, tier).expect("oracles");
-        let run = run_bigfoot(&prog, tier, seed).expect("run");
+    for (seed, run) in runs_under_6_seeds(&prog) {
         assert_eq!(run.out.stdout, b"72\n", "seed {seed}");
         assert!(run.warnings.is_empty(), "seed {seed}: {:?}", run.warnings);
     }
+}
+
+/// Runs of the placed `prog` under `bigfoot` (with `fasttrack` beside it) under 6
+/// seeds, alternating the tiers; each run's oracles (precise checks, property 7)
+/// must hold.
+fn runs_under_6_seeds(prog: &Arc<Program>) -> Vec<(u64, vm::testing::bigfoot::BigFootRun)> {
+    (1..7)
+        .map(|seed| {
+            let tier = if seed % 2 == 0 {
+                Tier::Jit
+            } else {
+                Tier::Interp
+            };
+            bigfoot_agrees_on(prog, seed, tier).expect("oracles");
+            (seed, run_bigfoot(prog, tier, seed).expect("run"))
+        })
+        .collect()
 }
 
 #[test]
@@ -718,14 +728,7 @@ fn a_loop_that_does_not_run_reads_no_field() {
         let prog = compile(&src).unwrap_or_else(|e| panic!("{e}"));
         // `n` (the test's) and `a`.
         assert_eq!(lang::bigfoot::place(&prog).1.hoisted_loads, 2);
-        for seed in 1..7 {
-            let tier = if seed % 2 == 0 {
-                Tier::Jit
-            } else {
-                Tier::Interp
-            };
-            bigfoot_agrees_on(&prog, seed, tier).expect("oracles");
-            let run = run_bigfoot(&prog, tier, seed).expect("run");
+        for (seed, run) in runs_under_6_seeds(&prog) {
             assert_eq!(run.out.stdout, b"0\n", "n = {n}, seed {seed}");
             let on_a = run
                 .warnings

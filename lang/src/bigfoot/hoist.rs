@@ -36,7 +36,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use super::{Sync, back_edges, dst_of, fresh_local, own_sync, successors};
+use super::{
+    Sync, back_edges, dst_of, fresh_local, natural_loop, own_sync, predecessors, successors,
+};
 use crate::ir::*;
 
 /// Header tests that may be copied into the guard.
@@ -72,42 +74,13 @@ pub(super) fn hoist_loop_loads(prog: &Program, quiet: &[bool], f: &mut Function)
         .collect();
     // Inner loops first: their guard and landing blocks then lie in the outer
     // loop's body, computed after them.
-    loops.sort_by_key(|&(h, l)| natural_loop(f, h, l).len());
+    loops.sort_by_key(|&(h, l)| natural_loop(&predecessors(f), h, l).len());
     let mut hoisted = 0;
     for (h, l) in loops {
-        let body = natural_loop(f, h, l);
+        let body = natural_loop(&predecessors(f), h, l);
         hoisted += hoist_from(prog, quiet, f, h, l, &body);
     }
     hoisted
-}
-
-fn predecessors(f: &Function) -> Vec<Vec<usize>> {
-    let mut preds = vec![Vec::new(); f.blocks.len()];
-    for (b, block) in f.blocks.iter().enumerate() {
-        for s in successors(&block.term) {
-            preds[s.index()].push(b);
-        }
-    }
-    preds
-}
-
-/// The natural loop of the back edge `l → h`: `h` and every block that reaches `l`
-/// without passing through `h`.
-fn natural_loop(f: &Function, h: usize, l: usize) -> BTreeSet<usize> {
-    let preds = predecessors(f);
-    let mut body: BTreeSet<usize> = [h, l].into_iter().collect();
-    let mut work = vec![l];
-    while let Some(b) = work.pop() {
-        if b == h {
-            continue;
-        }
-        for &p in &preds[b] {
-            if body.insert(p) {
-                work.push(p);
-            }
-        }
-    }
-    body
 }
 
 /// Whether an instruction may be copied into the guard: it reads, computes or fails,
