@@ -125,8 +125,7 @@ fn dominates(f: &Function, body: &BTreeSet<usize>, h: usize, d: usize, u: usize)
     true
 }
 
-/// A load to hoist: block, position, destination, field, site, and the fresh local
-/// the hoisted load assigns.
+/// A load to hoist: its block, position, destination, field and site.
 struct Candidate {
     block: usize,
     at: usize,
