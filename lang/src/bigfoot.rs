@@ -268,29 +268,6 @@ impl Ctx<'_> {
     }
 }
 
-/// The local an instruction assigns.
-fn dst_of(inst: &Inst) -> Option<Local> {
-    match inst {
-        Inst::Const { dst, .. }
-        | Inst::Copy { dst, .. }
-        | Inst::Unary { dst, .. }
-        | Inst::Binary { dst, .. }
-        | Inst::Convert { dst, .. }
-        | Inst::GetField { dst, .. }
-        | Inst::GetStatic { dst, .. }
-        | Inst::ArrayLoad { dst, .. }
-        | Inst::ArrayLength { dst, .. }
-        | Inst::New { dst, .. }
-        | Inst::NewArray { dst, .. }
-        | Inst::Fork { dst, .. }
-        | Inst::ThreadId { dst }
-        | Inst::NewBarrier { dst, .. }
-        | Inst::Math { dst, .. } => Some(*dst),
-        Inst::Call { dst, .. } => *dst,
-        _ => None,
-    }
-}
-
 fn successors(t: &Terminator) -> Vec<BlockId> {
     match t {
         Terminator::Jump(b) => vec![*b],
@@ -428,7 +405,7 @@ fn reuse_field_loads(prog: &Program, quiet: &[bool], f: &mut Function, gone: &mu
             if let Inst::PutField { field, .. } = *inst {
                 avail.retain(|&(_, g), _| g != field);
             }
-            if let Some(d) = dst_of(inst) {
+            if let Some(d) = inst.dst() {
                 avail.retain(|&(o, _), &mut h| o != d && h != d);
                 same.retain(|&c, &mut s| c != d && s != d);
             }
@@ -761,7 +738,7 @@ fn ant_step(cx: &Ctx<'_>, b: usize, i: usize, inst: &Inst, a: &mut Facts) {
         a.clear();
         return;
     }
-    if let Some(x) = dst_of(inst) {
+    if let Some(x) = inst.dst() {
         remove_mentions(a, x);
     }
     if let Some((p, k)) = cx.access_at(b, i, inst) {
@@ -797,7 +774,7 @@ fn forward_block(
     let mut out = Vec::new();
     for (i, inst) in block.insts.iter().enumerate() {
         let sync = cx.sync(inst);
-        let dst = dst_of(inst);
+        let dst = inst.dst();
         let mut here: Vec<(Path, bool)> = Vec::new();
         match sync {
             Sync::None => {}
@@ -1120,7 +1097,7 @@ fn defs_in(
     let mut d: HashMap<Local, Vec<(usize, usize)>> = HashMap::new();
     for b in blocks {
         for (i, inst) in f.blocks[b].insts.iter().enumerate() {
-            if let Some(x) = dst_of(inst) {
+            if let Some(x) = inst.dst() {
                 d.entry(x).or_default().push((b, i));
             }
         }

@@ -260,6 +260,26 @@ pub enum Terminator {
     Unreachable,
 }
 
+impl Terminator {
+    /// The local the terminator reads, if any (a branch's condition, a returned value).
+    pub fn operand(&self) -> Option<Local> {
+        match self {
+            Terminator::Branch { cond, .. } => Some(*cond),
+            Terminator::Return(v) => *v,
+            Terminator::Jump(_) | Terminator::Unreachable => None,
+        }
+    }
+
+    /// [`Terminator::operand`], to rewrite in place.
+    pub fn operand_mut(&mut self) -> Option<&mut Local> {
+        match self {
+            Terminator::Branch { cond, .. } => Some(cond),
+            Terminator::Return(v) => v.as_mut(),
+            Terminator::Jump(_) | Terminator::Unreachable => None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Const {
     Int(i64),
@@ -535,7 +555,118 @@ pub enum Inst {
     },
 }
 
+/// The locals an instruction reads, in operand order, each bound as the caller's
+/// match binds (`&Local` for `&Inst`, `&mut Local` for `&mut Inst`): one walk for
+/// [`Inst::for_each_read`] and [`Inst::for_each_read_mut`].
+macro_rules! each_read {
+    ($inst:expr, $f:expr) => {
+        match $inst {
+            Inst::Const { .. }
+            | Inst::GetStatic { .. }
+            | Inst::New { .. }
+            | Inst::ThreadId { .. }
+            | Inst::SpecBegin { .. }
+            | Inst::SpecEnd { .. } => {}
+            Inst::Copy { src, .. }
+            | Inst::Unary { src, .. }
+            | Inst::Convert { src, .. }
+            | Inst::PutStatic { src, .. } => $f(src),
+            Inst::Binary { lhs, rhs, .. } => {
+                $f(lhs);
+                $f(rhs);
+            }
+            Inst::GetField { obj, .. } => $f(obj),
+            Inst::PutField { obj, src, .. } => {
+                $f(obj);
+                $f(src);
+            }
+            Inst::ArrayLoad { arr, index, .. } => {
+                $f(arr);
+                $f(index);
+            }
+            Inst::ArrayStore {
+                arr, index, src, ..
+            } => {
+                $f(arr);
+                $f(index);
+                $f(src);
+            }
+            Inst::ArrayLength { arr, .. } => $f(arr),
+            Inst::NewArray { dims: ls, .. }
+            | Inst::Call { args: ls, .. }
+            | Inst::Fork { args: ls, .. }
+            | Inst::Math { args: ls, .. } => {
+                for l in ls {
+                    $f(l);
+                }
+            }
+            Inst::Join { thread: l, .. }
+            | Inst::MonitorEnter { obj: l, .. }
+            | Inst::MonitorExit { obj: l, .. }
+            | Inst::Wait { obj: l, .. }
+            | Inst::Notify { obj: l, .. }
+            | Inst::NewBarrier { parties: l, .. }
+            | Inst::BarrierAwait { barrier: l, .. }
+            | Inst::Assert { cond: l, .. } => $f(l),
+            Inst::Print { args, .. } => {
+                for a in args {
+                    if let PrintArg::Value(l, _) = a {
+                        $f(l);
+                    }
+                }
+            }
+            Inst::Check { target, .. } => match target {
+                CheckTarget::Fields { obj, .. } => $f(obj),
+                CheckTarget::Static { .. } => {}
+                CheckTarget::Range { arr, lo, hi, .. } => {
+                    $f(arr);
+                    $f(lo);
+                    $f(hi);
+                }
+                CheckTarget::Elem { arr, index } => {
+                    $f(arr);
+                    $f(index);
+                }
+            },
+        }
+    };
+}
+
 impl Inst {
+    /// Every local the instruction reads, in operand order (before it writes
+    /// [`Inst::dst`]).
+    pub fn for_each_read(&self, mut f: impl FnMut(Local)) {
+        each_read!(self, |l: &Local| f(*l))
+    }
+
+    /// Every local the instruction reads, to rewrite in place.
+    pub fn for_each_read_mut(&mut self, mut f: impl FnMut(&mut Local)) {
+        each_read!(self, |l: &mut Local| f(l))
+    }
+
+    /// The local the instruction assigns, if any.
+    pub fn dst(&self) -> Option<Local> {
+        match self {
+            Inst::Const { dst, .. }
+            | Inst::Copy { dst, .. }
+            | Inst::Unary { dst, .. }
+            | Inst::Binary { dst, .. }
+            | Inst::Convert { dst, .. }
+            | Inst::GetField { dst, .. }
+            | Inst::GetStatic { dst, .. }
+            | Inst::ArrayLoad { dst, .. }
+            | Inst::ArrayLength { dst, .. }
+            | Inst::New { dst, .. }
+            | Inst::NewArray { dst, .. }
+            | Inst::Fork { dst, .. }
+            | Inst::ThreadId { dst }
+            | Inst::NewBarrier { dst, .. }
+            | Inst::Math { dst, .. } => Some(*dst),
+            Inst::Call { dst, .. } => *dst,
+            _ => None,
+        }
+    }
+
     /// The source position of an instruction that has one (heap, synchronization,
     /// calls, output, checks; not the pure moves and jumps).
     pub fn site(&self) -> Option<SiteId> {

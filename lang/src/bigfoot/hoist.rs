@@ -36,9 +36,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use super::{
-    Sync, back_edges, dst_of, fresh_local, natural_loop, own_sync, predecessors, successors,
-};
+use super::{Sync, back_edges, fresh_local, natural_loop, own_sync, predecessors, successors};
 use crate::ir::*;
 
 /// Header tests that may be copied into the guard.
@@ -56,7 +54,7 @@ pub(super) fn hoist_loop_loads(prog: &Program, quiet: &[bool], f: &mut Function)
         .blocks
         .iter()
         .flat_map(|b| &b.insts)
-        .any(|i| dst_of(i) == Some(this));
+        .any(|i| i.dst() == Some(this));
     if assigns_this {
         return 0;
     }
@@ -198,7 +196,7 @@ fn hoist_from(
     let mut defs: BTreeMap<Local, usize> = BTreeMap::new();
     for &b in body {
         for inst in &f.blocks[b].insts {
-            if let Some(d) = dst_of(inst) {
+            if let Some(d) = inst.dst() {
                 *defs.entry(d).or_default() += 1;
             }
         }
@@ -230,14 +228,13 @@ fn hoist_from(
             // iteration: later in its block, or in a block it dominates.
             let dominated = body.iter().all(|&u| {
                 let block = &f.blocks[u];
-                let used_before =
-                    |upto: usize| block.insts[..upto].iter().any(|i| reads(i).contains(&dst));
+                let used_before = |upto: usize| block.insts[..upto].iter().any(|i| reads(i, dst));
                 if u == b {
                     !used_before(at + 1)
                 } else if dominates(f, body, h, b, u) {
                     true
                 } else {
-                    !used_before(block.insts.len()) && !term_reads(&block.term).contains(&dst)
+                    !used_before(block.insts.len()) && block.term.operand() != Some(dst)
                 }
             });
             if dominated {
@@ -285,9 +282,11 @@ fn hoist_from(
     for &b in body {
         let block = &mut f.blocks[b];
         for inst in &mut block.insts {
-            rename_reads(inst, &fresh);
+            inst.for_each_read_mut(|l| rename(l, &fresh));
         }
-        rename_term_reads(&mut block.term, &fresh);
+        if let Some(l) = block.term.operand_mut() {
+            rename(l, &fresh);
+        }
     }
     let preds = predecessors(f);
     for &q in &preds[h] {
@@ -320,103 +319,16 @@ fn retarget(t: &mut Terminator, from: BlockId, to: BlockId) {
     }
 }
 
-/// The locals an instruction reads.
-fn reads(inst: &Inst) -> Vec<Local> {
-    let mut inst = inst.clone();
-    let mut out = Vec::new();
-    for_each_read(&mut inst, &mut |l| out.push(*l));
-    out
+/// Whether `inst` reads `x`.
+fn reads(inst: &Inst, x: Local) -> bool {
+    let mut found = false;
+    inst.for_each_read(|l| found |= l == x);
+    found
 }
 
-fn term_reads(t: &Terminator) -> Vec<Local> {
-    match t {
-        Terminator::Branch { cond, .. } => vec![*cond],
-        Terminator::Return(Some(x)) => vec![*x],
-        _ => Vec::new(),
-    }
-}
-
-fn rename_reads(inst: &mut Inst, map: &[(Local, Local)]) {
-    for_each_read(inst, &mut |l| {
-        if let Some(&(_, t)) = map.iter().find(|(d, _)| d == l) {
-            *l = t;
-        }
-    });
-}
-
-fn rename_term_reads(t: &mut Terminator, map: &[(Local, Local)]) {
-    let l = match t {
-        Terminator::Branch { cond, .. } => cond,
-        Terminator::Return(Some(x)) => x,
-        _ => return,
-    };
-    if let Some(&(_, n)) = map.iter().find(|(d, _)| d == l) {
-        *l = n;
-    }
-}
-
-fn for_each_read(inst: &mut Inst, g: &mut impl FnMut(&mut Local)) {
-    match inst {
-        Inst::Const { .. }
-        | Inst::GetStatic { .. }
-        | Inst::New { .. }
-        | Inst::ThreadId { .. }
-        | Inst::SpecBegin { .. }
-        | Inst::SpecEnd { .. } => {}
-        Inst::Copy { src, .. } | Inst::Unary { src, .. } | Inst::Convert { src, .. } => g(src),
-        Inst::Binary { lhs, rhs, .. } => {
-            g(lhs);
-            g(rhs);
-        }
-        Inst::GetField { obj, .. } => g(obj),
-        Inst::PutField { obj, src, .. } => {
-            g(obj);
-            g(src);
-        }
-        Inst::PutStatic { src, .. } => g(src),
-        Inst::ArrayLoad { arr, index, .. } => {
-            g(arr);
-            g(index);
-        }
-        Inst::ArrayStore {
-            arr, index, src, ..
-        } => {
-            g(arr);
-            g(index);
-            g(src);
-        }
-        Inst::ArrayLength { arr, .. } => g(arr),
-        Inst::NewArray { dims, .. } => dims.iter_mut().for_each(g),
-        Inst::Call { args, .. } | Inst::Fork { args, .. } | Inst::Math { args, .. } => {
-            args.iter_mut().for_each(g)
-        }
-        Inst::Join { thread, .. } => g(thread),
-        Inst::MonitorEnter { obj, .. }
-        | Inst::MonitorExit { obj, .. }
-        | Inst::Wait { obj, .. }
-        | Inst::Notify { obj, .. } => g(obj),
-        Inst::NewBarrier { parties, .. } => g(parties),
-        Inst::BarrierAwait { barrier, .. } => g(barrier),
-        Inst::Print { args, .. } => {
-            for a in args {
-                if let PrintArg::Value(l, _) = a {
-                    g(l);
-                }
-            }
-        }
-        Inst::Assert { cond, .. } => g(cond),
-        Inst::Check { target, .. } => match target {
-            CheckTarget::Fields { obj, .. } => g(obj),
-            CheckTarget::Static { .. } => {}
-            CheckTarget::Range { arr, lo, hi, .. } => {
-                g(arr);
-                g(lo);
-                g(hi);
-            }
-            CheckTarget::Elem { arr, index } => {
-                g(arr);
-                g(index);
-            }
-        },
+/// `l`, renamed by `map` (a loaded local to the hoisted load's local).
+fn rename(l: &mut Local, map: &[(Local, Local)]) {
+    if let Some(&(_, t)) = map.iter().find(|(d, _)| d == l) {
+        *l = t;
     }
 }

@@ -21,7 +21,7 @@
 //!   slots (a load per use, a store per definition): slower code for such a method,
 //!   but no SSA bookkeeping at all, so compiling it stays linear.
 
-use lang::ir::{CheckTarget, Function, Inst, Local, PrintArg, Terminator};
+use lang::ir::{Function, Inst, Local};
 
 /// The largest `locals × IR blocks` product for which a method's locals that live
 /// across blocks are SSA variables (about 4 bytes of `cranelift-frontend` tables each).
@@ -37,106 +37,9 @@ pub enum Home {
 /// Every local `inst` reads, then the one it writes (`def == true`), in that order: an
 /// instruction reads its operands before it writes its result.
 pub fn locals_of(inst: &Inst, f: &mut impl FnMut(Local, bool)) {
-    let mut uses = |ls: &[Local]| ls.iter().for_each(|l| f(*l, false));
-    let def = match inst {
-        Inst::Const { dst, .. } | Inst::GetStatic { dst, .. } | Inst::New { dst, .. } => Some(*dst),
-        Inst::ThreadId { dst } => Some(*dst),
-        Inst::Copy { dst, src } | Inst::Unary { dst, src, .. } | Inst::Convert { dst, src, .. } => {
-            uses(&[*src]);
-            Some(*dst)
-        }
-        Inst::Binary { dst, lhs, rhs, .. } => {
-            uses(&[*lhs, *rhs]);
-            Some(*dst)
-        }
-        Inst::GetField { dst, obj, .. } => {
-            uses(&[*obj]);
-            Some(*dst)
-        }
-        Inst::PutField { obj, src, .. } => {
-            uses(&[*obj, *src]);
-            None
-        }
-        Inst::PutStatic { src, .. } => {
-            uses(&[*src]);
-            None
-        }
-        Inst::ArrayLoad {
-            dst, arr, index, ..
-        } => {
-            uses(&[*arr, *index]);
-            Some(*dst)
-        }
-        Inst::ArrayStore {
-            arr, index, src, ..
-        } => {
-            uses(&[*arr, *index, *src]);
-            None
-        }
-        Inst::ArrayLength { dst, arr, .. } => {
-            uses(&[*arr]);
-            Some(*dst)
-        }
-        Inst::NewArray { dst, dims, .. } => {
-            uses(dims);
-            Some(*dst)
-        }
-        Inst::Call { dst, args, .. } => {
-            uses(args);
-            *dst
-        }
-        Inst::Fork { dst, args, .. } => {
-            uses(args);
-            Some(*dst)
-        }
-        Inst::Join { thread: l, .. }
-        | Inst::MonitorEnter { obj: l, .. }
-        | Inst::MonitorExit { obj: l, .. }
-        | Inst::Wait { obj: l, .. }
-        | Inst::Notify { obj: l, .. }
-        | Inst::BarrierAwait { barrier: l, .. }
-        | Inst::Assert { cond: l, .. } => {
-            uses(&[*l]);
-            None
-        }
-        Inst::NewBarrier { dst, parties, .. } => {
-            uses(&[*parties]);
-            Some(*dst)
-        }
-        Inst::SpecBegin { .. } | Inst::SpecEnd { .. } => None,
-        Inst::Check { target, .. } => {
-            match target {
-                CheckTarget::Fields { obj, .. } => uses(&[*obj]),
-                CheckTarget::Static { .. } => {}
-                CheckTarget::Range { arr, lo, hi, .. } => uses(&[*arr, *lo, *hi]),
-                CheckTarget::Elem { arr, index } => uses(&[*arr, *index]),
-            }
-            None
-        }
-        Inst::Math { dst, args, .. } => {
-            uses(args);
-            Some(*dst)
-        }
-        Inst::Print { args, .. } => {
-            for a in args {
-                if let PrintArg::Value(l, _) = a {
-                    f(*l, false);
-                }
-            }
-            None
-        }
-    };
-    if let Some(d) = def {
+    inst.for_each_read(|l| f(l, false));
+    if let Some(d) = inst.dst() {
         f(d, true);
-    }
-}
-
-/// The local a terminator reads, if any.
-pub fn term_use(t: &Terminator) -> Option<Local> {
-    match t {
-        Terminator::Branch { cond, .. } => Some(*cond),
-        Terminator::Return(v) => *v,
-        Terminator::Jump(_) | Terminator::Unreachable => None,
     }
 }
 
@@ -164,7 +67,7 @@ pub fn plan(func: &Function) -> Vec<Home> {
         for i in &b.insts {
             locals_of(i, &mut see);
         }
-        if let Some(l) = term_use(&b.term) {
+        if let Some(l) = b.term.operand() {
             see(l, false);
         }
     }
