@@ -52,6 +52,15 @@
 //! accesses are anticipated. A loop-carried access then has no check inside the loop
 //! and one check on the exit edge (Fig. 3.6b), provided no acquire intervenes.
 //!
+//! # Checks left to callers
+//! [`place`] places functions callees first. A function that only calls enter and
+//! that cannot synchronize leaves the checks of its parameters' fields that every
+//! path through it makes to its callers ([`Export`]), where a call counts as those
+//! accesses of the arguments' fields: a method called in a loop on the same object,
+//! or several calls on one object, then need one check in the caller, not one per
+//! call. [`place_in`] with [`Scope::Method`] keeps every check in its method, as
+//! the thesis does.
+//!
 //! # Reused field loads
 //! Before placement, a block's second load of a non-volatile `o.f` with nothing
 //! between that may change what the thread may read there becomes a copy of the
@@ -148,6 +157,9 @@ pub struct Placement {
     /// Loads of `this`'s fields read once before their loop instead of in every
     /// iteration ([`hoist::hoist_loop_loads`]).
     pub hoisted_loads: usize,
+    /// Field paths of parameters whose checks functions leave to their callers
+    /// ([`Export`]).
+    pub exported_paths: usize,
 }
 
 /// Per function: may it (transitively) acquire, may it release (the kill sets of
@@ -179,19 +191,19 @@ pub fn sync_summaries(prog: &Program) -> Vec<(bool, bool)> {
 /// Per-function facts `own` (what each function's own instructions do) joined with
 /// those of every function it calls, transitively: a fixed point over the call graph
 /// (explicit: CapJava has no virtual dispatch).
-fn through_calls<T: Copy + PartialEq>(
+fn through_calls<T: Clone + PartialEq>(
     prog: &Program,
     mut s: Vec<T>,
-    join: impl Fn(T, T) -> T,
+    join: impl Fn(&T, &T) -> T,
 ) -> Vec<T> {
     let mut changed = true;
     while changed {
         changed = false;
         for (fi, f) in prog.funcs.iter().enumerate() {
-            let mut cur = s[fi];
+            let mut cur = s[fi].clone();
             for i in f.blocks.iter().flat_map(|b| &b.insts) {
                 if let Inst::Call { func, .. } = i {
-                    cur = join(cur, s[func.index()]);
+                    cur = join(&cur, &s[func.index()]);
                 }
             }
             if cur != s[fi] {
@@ -220,9 +232,39 @@ fn own_sync(prog: &Program, inst: &Inst) -> Sync {
 struct Ctx<'p> {
     prog: &'p Program,
     kills: &'p [(bool, bool)],
+    /// Per function, the checks its callers make for it ([`Export`]; empty for a
+    /// function not placed yet).
+    exports: &'p [Vec<Export>],
     /// Accesses of this function that a loop's range check covers
     /// ([`coalesce_loops`]): (block, instruction).
     covered: HashSet<(usize, usize)>,
+    /// This function's exported paths and kinds: its callers check them, so its own
+    /// accesses of them with a kind up to that need no check here.
+    exported: HashMap<Path, bool>,
+}
+
+/// A check a function leaves to its callers: field `class.idx` of parameter `param`,
+/// accessed with kind ≥ `write` on every path through the function. A call then
+/// counts as that access of the argument's field, at the call ([`Ctx::accesses_at`]),
+/// and the caller's placement checks it with its own accesses: deferred past the
+/// call, merged with the caller's accesses of the same object and with other calls'
+/// (raytracer's `Vec.dot(v, v)` three times on one `v` in `Sphere.intersect` is one
+/// check there, none in `dot`). `site` is the access the check reports.
+///
+/// Only a function that every run enters through a call can export ([`exporters`]):
+/// not `main` or a fork target, no recursion, no synchronization and no
+/// `deterministic` or `atomic` bound in it or its callees. Then the whole call is in
+/// the caller's synchronization-free span at the call, so a check there covers the
+/// callee's accesses as one at the callee's exit would, and is legitimate because
+/// every path through the callee made the access (a run that stops inside the callee
+/// at a runtime error makes neither check, as with checks deferred within a method).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Export {
+    pub param: u32,
+    pub class: ClassId,
+    pub idx: u32,
+    pub write: bool,
+    pub site: SiteId,
 }
 
 impl Ctx<'_> {
@@ -236,13 +278,36 @@ impl Ctx<'_> {
         }
     }
 
-    /// The plain access instruction `i` of block `b` performs and placement must
-    /// check: its path and kind (none for accesses a loop's range check covers).
-    fn access_at(&self, b: usize, i: usize, inst: &Inst) -> Option<(Path, bool)> {
-        if self.covered.contains(&(b, i)) {
-            return None;
+    /// The accesses instruction `i` of block `b` performs that placement must check,
+    /// with their kinds: a plain access's own (none when a loop's range check covers
+    /// it), or a call's exported ones ([`Export`]); none of those this function
+    /// exports itself.
+    fn accesses_at(&self, b: usize, i: usize, inst: &Inst, mut each: impl FnMut(Path, bool)) {
+        let mut keep = |p: Path, k: bool| {
+            // An exported write covers reads and writes, an exported read reads.
+            let covered = self.exported.get(&p).is_some_and(|&w| w || !k);
+            if !covered {
+                each(p, k);
+            }
+        };
+        if let Inst::Call {
+            func, args, dst, ..
+        } = inst
+        {
+            for e in &self.exports[func.index()] {
+                let obj = args[e.param as usize];
+                if *dst != Some(obj) {
+                    keep(Path::Field(obj, e.class, e.idx), e.write);
+                }
+            }
+            return;
         }
-        self.access(inst)
+        if self.covered.contains(&(b, i)) {
+            return;
+        }
+        if let Some((p, k)) = self.access(inst) {
+            keep(p, k);
+        }
     }
 
     /// The plain access an instruction performs: its path and kind.
@@ -284,29 +349,63 @@ fn successors(t: &Terminator) -> Vec<BlockId> {
     }
 }
 
-/// Place BigFoot checks in every function of `prog`; returns the placed program and
-/// what placement did.
+/// Where placement may put the check of an access.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// In the access's own method (the thesis's placement).
+    Method,
+    /// Also in the callers of a method that leaves checks to them ([`Export`]).
+    Program,
+}
+
+/// Place BigFoot checks in every function of `prog` ([`Scope::Program`]); returns
+/// the placed program and what placement did.
 pub fn place(prog: &Program) -> (Program, Placement) {
+    place_in(prog, Scope::Program)
+}
+
+/// [`place`] with the given scope.
+pub fn place_in(prog: &Program, scope: Scope) -> (Program, Placement) {
     let kills = sync_summaries(prog);
-    let quiet = quiet_functions(prog, &kills);
+    let writes = field_writes(prog, &kills);
+    let can_export = match scope {
+        Scope::Method => vec![false; prog.funcs.len()],
+        Scope::Program => exporters(prog, &kills),
+    };
     let mut out = prog.clone();
     let mut stats = Placement::default();
-    let mut raw: Vec<Vec<RawCheck>> = Vec::with_capacity(prog.funcs.len());
+    let mut raw: Vec<Vec<RawCheck>> = vec![Vec::new(); prog.funcs.len()];
+    let mut exports: Vec<Vec<Export>> = vec![Vec::new(); prog.funcs.len()];
     let mut gone = Vec::new();
-    for f in out.funcs.iter_mut() {
+    // Callees first, so that a call's exported checks are known where it is placed.
+    for fi in callees_first(prog) {
+        let f = &mut out.funcs[fi];
+        let before = gone.len();
+        reuse_field_loads(prog, &writes, f, &mut gone);
+        stats.reused_loads += gone.len() - before;
+        stats.hoisted_loads += hoist::hoist_loop_loads(prog, &writes, f);
+        rename_self_accesses(f);
         let mut cx = Ctx {
             prog,
             kills: &kills,
+            exports: &exports,
             covered: HashSet::new(),
+            exported: HashMap::new(),
         };
-        let before = gone.len();
-        reuse_field_loads(prog, &quiet, f, &mut gone);
-        stats.reused_loads += gone.len() - before;
-        stats.hoisted_loads += hoist::hoist_loop_loads(prog, &quiet, f);
-        rename_self_accesses(f);
         cx.covered = coalesce_loops(&cx, f, &mut stats);
         stats.rotated_loops += rotate_loops(f);
-        raw.push(place_function(&cx, f, &mut stats));
+        let own = if can_export[fi] {
+            exports_of(&cx, f)
+        } else {
+            Vec::new()
+        };
+        cx.exported = own
+            .iter()
+            .map(|e| (Path::Field(Local(e.param), e.class, e.idx), e.write))
+            .collect();
+        raw[fi] = place_function(&cx, f, &mut stats);
+        stats.exported_paths += own.len();
+        exports[fi] = own;
     }
     // A reused load's site accesses nothing any more.
     for site in gone {
@@ -316,39 +415,138 @@ pub fn place(prog: &Program) -> (Program, Placement) {
     }
     let groups = shadow_groups(prog, &raw);
     for (f, checks) in out.funcs.iter_mut().zip(raw) {
-        emit(f, checks, &groups, &mut stats);
+        emit(f, checks, &groups, &exports, &mut stats);
     }
     (out, stats)
 }
 
-/// Per function: whether a call of it is transparent to [`reuse_field_loads`]: it
-/// (transitively) neither synchronizes (no acquire, no release: `kills`) nor writes
-/// a field.
-fn quiet_functions(prog: &Program, kills: &[(bool, bool)]) -> Vec<bool> {
-    let own_writes = prog
+/// Per function: whether it may leave checks to its callers ([`Export`]): it is not
+/// a thread's entry (`main`, a fork target), not recursive, and neither it nor a
+/// function it calls synchronizes, waits, notifies or opens a `deterministic` or
+/// `atomic` bound.
+fn exporters(prog: &Program, kills: &[(bool, bool)]) -> Vec<bool> {
+    let own_bound: Vec<bool> = prog
+        .funcs
+        .iter()
+        .map(|f| {
+            f.is_deterministic
+                || f.is_atomic
+                || f.blocks.iter().flat_map(|b| &b.insts).any(|i| {
+                    matches!(
+                        i,
+                        Inst::SpecBegin { .. } | Inst::SpecEnd { .. } | Inst::Notify { .. }
+                    )
+                })
+        })
+        .collect();
+    let bound = through_calls(prog, own_bound, |a, b| *a | *b);
+    let entries = prog.thread_entries();
+    let callees = call_graph(prog);
+    (0..prog.funcs.len())
+        .map(|fi| {
+            let recursive = {
+                let mut seen = vec![false; prog.funcs.len()];
+                let mut todo = callees[fi].clone();
+                let mut found = false;
+                while let Some(g) = todo.pop() {
+                    found |= g == fi;
+                    if !std::mem::replace(&mut seen[g], true) {
+                        todo.extend(&callees[g]);
+                    }
+                }
+                found
+            };
+            kills[fi] == (false, false) && !bound[fi] && !entries[fi] && !recursive
+        })
+        .collect()
+}
+
+/// Per function, the functions it calls.
+fn call_graph(prog: &Program) -> Vec<Vec<usize>> {
+    prog.funcs
+        .iter()
+        .map(|f| {
+            let mut cs: Vec<usize> = f
+                .blocks
+                .iter()
+                .flat_map(|b| &b.insts)
+                .filter_map(|i| match i {
+                    Inst::Call { func, .. } => Some(func.index()),
+                    _ => None,
+                })
+                .collect();
+            cs.sort_unstable();
+            cs.dedup();
+            cs
+        })
+        .collect()
+}
+
+/// Every function, each after the functions it calls except those that (transitively)
+/// call it back: a depth-first postorder of the call graph.
+fn callees_first(prog: &Program) -> Vec<usize> {
+    let callees = call_graph(prog);
+    let n = prog.funcs.len();
+    let mut seen = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    for root in 0..n {
+        if std::mem::replace(&mut seen[root], true) {
+            continue;
+        }
+        let mut stack = vec![(root, 0)];
+        while let Some(&mut (f, ref mut next)) = stack.last_mut() {
+            if let Some(&g) = callees[f].get(*next) {
+                *next += 1;
+                if !std::mem::replace(&mut seen[g], true) {
+                    stack.push((g, 0));
+                }
+            } else {
+                order.push(f);
+                stack.pop();
+            }
+        }
+    }
+    order
+}
+
+/// Per function, what a call of it may change of what the thread may read of a
+/// field, for [`reuse_field_loads`] and the hoisting of loads: `None` when it may
+/// (transitively) synchronize (acquire or release: `kills`), else the fields it
+/// (transitively) writes.
+type FieldWrites = Vec<Option<HashSet<FieldRef>>>;
+
+fn field_writes(prog: &Program, kills: &[(bool, bool)]) -> FieldWrites {
+    let own: Vec<HashSet<FieldRef>> = prog
         .funcs
         .iter()
         .map(|f| {
             f.blocks
                 .iter()
                 .flat_map(|b| &b.insts)
-                .any(|i| matches!(i, Inst::PutField { .. }))
+                .filter_map(|i| match i {
+                    Inst::PutField { field, .. } => Some(*field),
+                    _ => None,
+                })
+                .collect()
         })
         .collect();
-    let writes = through_calls(prog, own_writes, |a, b| a | b);
+    let writes = through_calls(prog, own, |a, b| a.union(b).copied().collect());
     kills
         .iter()
         .zip(writes)
-        .map(|(&(acq, rel), w)| !acq && !rel && !w)
+        .map(|(&(acq, rel), w)| (!acq && !rel).then_some(w))
         .collect()
 }
 
 /// Redundant field loads within a block: `y = o.f` after `x = o.f` becomes `y = x`
 /// when nothing between can have changed what the thread may read there: no
 /// assignment of `o` or `x`, no store to field `f` of any object, no synchronization
-/// (an acquire, a release, or a call that may do either or write a field: see
-/// [`quiet_functions`]), no `deterministic` or `atomic` bound. Volatile fields are
-/// never reused. The sites of the loads replaced go to `gone`.
+/// (an acquire, a release, or a call that may do either), no call that may write
+/// `f` ([`field_writes`]), no `deterministic` or `atomic` bound. Volatile fields are
+/// never reused. A call's arguments that copy another local become that local, as
+/// the object operands of accesses do, so that the checks a callee leaves to its
+/// caller ([`Export`]) name the object as the caller's own accesses do. The sites
+/// of the loads replaced go to `gone`.
 ///
 /// A Java compiler may do the same (the second read has no happens-before edge the
 /// first lacks, so it may see the same write), and it matters to placement: a field
@@ -359,7 +557,12 @@ fn quiet_functions(prog: &Program, kills: &[(bool, bool)]) -> Vec<bool> {
 /// simply makes fewer reads of `o.f`; the races it can have are the same: the removed
 /// read is in the epoch of the read it reuses, so a write races with one iff it races
 /// with the other, and `bigfoot` and every pass beside it see the same run.
-fn reuse_field_loads(prog: &Program, quiet: &[bool], f: &mut Function, gone: &mut Vec<SiteId>) {
+fn reuse_field_loads(
+    prog: &Program,
+    writes: &FieldWrites,
+    f: &mut Function,
+    gone: &mut Vec<SiteId>,
+) {
     for b in &mut f.blocks {
         // (object local, field) -> the local that holds the value read.
         let mut avail: HashMap<(Local, FieldRef), Local> = HashMap::new();
@@ -372,6 +575,13 @@ fn reuse_field_loads(prog: &Program, quiet: &[bool], f: &mut Function, gone: &mu
                 && let Some(&first) = same.get(o)
             {
                 *o = first;
+            }
+            if let Inst::Call { args, .. } = inst {
+                for a in args.iter_mut() {
+                    if let Some(&first) = same.get(a) {
+                        *a = first;
+                    }
+                }
             }
             if let Inst::GetField {
                 dst,
@@ -386,7 +596,13 @@ fn reuse_field_loads(prog: &Program, quiet: &[bool], f: &mut Function, gone: &mu
                 gone.push(site);
             }
             let kills_all = match &*inst {
-                Inst::Call { func, .. } => !quiet[func.index()],
+                Inst::Call { func, .. } => match &writes[func.index()] {
+                    None => true,
+                    Some(w) => {
+                        avail.retain(|&(_, g), _| !w.contains(&g));
+                        false
+                    }
+                },
                 Inst::PutField { field, .. } => prog.field(*field).is_volatile,
                 Inst::GetField { field, .. } => prog.field(*field).is_volatile,
                 // (And at a transaction's bounds, so that a chain with SingleTrack or
@@ -581,23 +797,7 @@ fn place_function(cx: &Ctx<'_>, f: &Function, stats: &mut Placement) -> Vec<RawC
     }
     let order = reverse_postorder(&succs);
     let reachable: BTreeSet<usize> = order.iter().copied().collect();
-
-    // Backward: anticipated facts at each block entry (None = not yet computed, top).
-    let mut ant_in: Vec<Option<Facts>> = vec![None; n];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for &b in order.iter().rev() {
-            let mut a = ant_out(&succs[b], &ant_in, &f.blocks[b].term);
-            for (i, inst) in f.blocks[b].insts.iter().enumerate().rev() {
-                ant_step(cx, b, i, inst, &mut a);
-            }
-            if ant_in[b].as_ref() != Some(&a) {
-                ant_in[b] = Some(a);
-                changed = true;
-            }
-        }
-    }
+    let ant_in = anticipated(cx, f, &succs, &order);
 
     // Forward: pending facts at each block entry and exit.
     let mut pend_in: Vec<Option<Facts>> = vec![None; n];
@@ -677,6 +877,82 @@ fn place_function(cx: &Ctx<'_>, f: &Function, stats: &mut Placement) -> Vec<RawC
     checks
 }
 
+/// Backward: the anticipated facts at each block entry (None: unreachable).
+fn anticipated(
+    cx: &Ctx<'_>,
+    f: &Function,
+    succs: &[Vec<BlockId>],
+    order: &[usize],
+) -> Vec<Option<Facts>> {
+    let mut ant_in: Vec<Option<Facts>> = vec![None; f.blocks.len()];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in order.iter().rev() {
+            let mut a = ant_out(&succs[b], &ant_in, &f.blocks[b].term);
+            for (i, inst) in f.blocks[b].insts.iter().enumerate().rev() {
+                ant_step(cx, b, i, inst, &mut a);
+            }
+            if ant_in[b].as_ref() != Some(&a) {
+                ant_in[b] = Some(a);
+                changed = true;
+            }
+        }
+    }
+    ant_in
+}
+
+/// The checks `f` (placed by `cx`, which exports nothing of it yet) leaves to its
+/// callers ([`Export`]): the field paths of parameters that it never assigns and that
+/// every path through it accesses, anticipated at its entry.
+fn exports_of(cx: &Ctx<'_>, f: &Function) -> Vec<Export> {
+    debug_assert!(cx.exported.is_empty());
+    let assigned: HashSet<Local> = f
+        .blocks
+        .iter()
+        .flat_map(|b| &b.insts)
+        .filter_map(Inst::dst)
+        .collect();
+    let succs: Vec<Vec<BlockId>> = f.blocks.iter().map(|b| successors(&b.term)).collect();
+    let order = reverse_postorder(&succs);
+    let Some(at_entry) = anticipated(cx, f, &succs, &order).swap_remove(0) else {
+        return Vec::new();
+    };
+    let sites = path_sites(cx.exports, f);
+    at_entry
+        .into_iter()
+        .filter_map(|(p, write)| match p {
+            Path::Field(o, class, idx) if o.0 < f.num_params && !assigned.contains(&o) => {
+                Some(Export {
+                    param: o.0,
+                    class,
+                    idx,
+                    write,
+                    site: sites.get(&p).copied().unwrap_or(f.site),
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The site of each path's first access in `f`: its first access instruction's, or
+/// the exported access's of the first call that makes it.
+fn path_sites(exports: &[Vec<Export>], f: &Function) -> HashMap<Path, SiteId> {
+    let mut sites: HashMap<Path, SiteId> = HashMap::new();
+    for i in f.blocks.iter().flat_map(|b| &b.insts) {
+        if let Inst::Call { func, args, .. } = i {
+            for e in &exports[func.index()] {
+                let p = Path::Field(args[e.param as usize], e.class, e.idx);
+                sites.entry(p).or_insert(e.site);
+            }
+        } else if let Some((p, site)) = raw_path(i) {
+            sites.entry(p).or_insert(site);
+        }
+    }
+    sites
+}
+
 fn block_site(b: &Block) -> Option<SiteId> {
     b.insts.iter().rev().find_map(|i| match i {
         Inst::GetField { site, .. }
@@ -741,10 +1017,10 @@ fn ant_step(cx: &Ctx<'_>, b: usize, i: usize, inst: &Inst, a: &mut Facts) {
     if let Some(x) = inst.dst() {
         remove_mentions(a, x);
     }
-    if let Some((p, k)) = cx.access_at(b, i, inst) {
+    cx.accesses_at(b, i, inst, |p, k| {
         let e = a.entry(p).or_insert(k);
         *e |= k;
-    }
+    });
 }
 
 /// One block, forward, from the pending facts at its entry: the pending facts at its
@@ -838,15 +1114,15 @@ fn forward_block(
         {
             s.accesses += 1;
         }
-        if let Some((p, k)) = cx.access_at(b, i, inst) {
+        cx.accesses_at(b, i, inst, |p, k| {
             if checked.get(&p).is_some_and(|c| *c >= k) {
-                continue;
+                return;
             }
             let e = pending.entry(p).or_insert(k);
             *e |= k;
             let e = local.entry(p).or_insert(k);
             *e |= k;
-        }
+        });
     }
     (pending, out)
 }
@@ -890,17 +1166,16 @@ fn shadow_groups(prog: &Program, raw: &[Vec<RawCheck>]) -> Vec<Vec<u32>> {
 }
 
 /// Insert the checks of one function (splitting edges as needed), coalesced.
-fn emit(f: &mut Function, checks: Vec<RawCheck>, groups: &[Vec<u32>], stats: &mut Placement) {
+fn emit(
+    f: &mut Function,
+    checks: Vec<RawCheck>,
+    groups: &[Vec<u32>],
+    exports: &[Vec<Export>],
+    stats: &mut Placement,
+) {
     // Each path's check reports the site of its first access (so warnings on
     // different locations have different sites and are not folded together).
-    let mut sites: HashMap<Path, SiteId> = HashMap::new();
-    for b in &f.blocks {
-        for i in &b.insts {
-            if let Some((p, site)) = raw_path(i) {
-                sites.entry(p).or_insert(site);
-            }
-        }
-    }
+    let sites = path_sites(exports, f);
     // Edge checks get a block of their own on the edge.
     let mut inside: BTreeMap<(usize, usize), Vec<RawCheck>> = BTreeMap::new();
     for c in checks {

@@ -725,6 +725,23 @@ pub enum CheckTarget {
 }
 
 impl Program {
+    /// Per function, whether it can start a thread: `main` and every fork target.
+    pub fn thread_entries(&self) -> Vec<bool> {
+        let mut v = vec![false; self.funcs.len()];
+        v[self.main.index()] = true;
+        for i in self
+            .funcs
+            .iter()
+            .flat_map(|f| &f.blocks)
+            .flat_map(|b| &b.insts)
+        {
+            if let Inst::Fork { func, .. } = i {
+                v[func.index()] = true;
+            }
+        }
+        v
+    }
+
     pub fn class(&self, id: ClassId) -> &Class {
         &self.classes[id.index()]
     }

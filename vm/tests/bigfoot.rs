@@ -7,15 +7,23 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use lang::bigfoot::Scope;
 use lang::ir::{CheckTarget, Inst, Program};
 use lang::proggen::{ProgConfig, gen_program_seeded};
 use vm::Tier;
 use vm::testing::bigfoot::{bigfoot_agrees_on, run_bigfoot};
 use vm::testing::program_oracles::compile;
 
+/// `src` placed with the thesis's rules alone: every method checks its own accesses
+/// (the placement tests of one method's rules; what callers check for their callees
+/// has its own tests below).
 fn placed(src: &str) -> Program {
+    placed_in(src, Scope::Method)
+}
+
+fn placed_in(src: &str, scope: Scope) -> Program {
     let p = compile(src).unwrap_or_else(|e| panic!("{e}"));
-    let (placed, _) = lang::bigfoot::place(&p);
+    let (placed, _) = lang::bigfoot::place_in(&p, scope);
     placed.validate().expect("placed program is valid");
     placed
 }
@@ -658,7 +666,7 @@ fn a_loop_reads_this_fields_once_before_it_when_nothing_in_it_may_change_them() 
             0,
         ),
         // A lock, a volatile field, a store to the field (of any object), a call that
-        // writes a field or locks, a transaction bound, an early return.
+        // writes the field or locks, a transaction bound, an early return.
         (
             format!(
                 "int m(int n) {{ {LOOP} {{ synchronized (this) {{ s = s + a[i]; }} }} return s; }}"
@@ -677,11 +685,19 @@ fn a_loop_reads_this_fields_once_before_it_when_nothing_in_it_may_change_them() 
             format!("int m(int n) {{ {LOOP} {{ s = s + f; o.f = s; }} return s; }}"),
             1,
         ),
+        // A call that writes the field (only `o` is read once); one that writes
+        // another field only (`a` and `o` are).
+        (
+            format!(
+                "static void w(C c) {{ c.a = null; }} int m(int n) {{ {LOOP} {{ s = s + a[i]; w(o); }} return s; }}"
+            ),
+            1,
+        ),
         (
             format!(
                 "static void w(C c) {{ c.f = 1; }} int m(int n) {{ {LOOP} {{ s = s + a[i]; w(o); }} return s; }}"
             ),
-            0,
+            2,
         ),
         (
             format!(
@@ -746,13 +762,15 @@ fn a_field_is_read_again_after_anything_that_may_change_what_it_reads() {
         "class C { int f; int g; volatile int v;
              static int quiet(int x) { return x * 2; }
              static void writes(C o) { o.g = 1; }
+             static void writesF(C o) { o.f = 1; }
              static void locks(C o) { synchronized (o) { } }
              int lock(C o) { int x = o.f; synchronized (o) { } int y = o.f; return x + y; }
              int store(C o, C q) { int x = o.f; q.f = 3; int y = o.f; return x + y; }
              int volatileRead(C o) { int x = o.f; int w = o.v; int y = o.f; return x + y + w; }
              int volatileTwice(C o) { int x = o.v; int y = o.v; return x + y; }
              int reassigned(C o, C q) { int x = o.f; o = q; int y = o.f; return x + y; }
-             int writer(C o) { int x = o.f; writes(o); int y = o.f; return x + y; }
+             int writer(C o) { int x = o.f; writesF(o); int y = o.f; return x + y; }
+             int otherWriter(C o) { int x = o.f; writes(o); int y = o.f; return x + y; }
              int locker(C o) { int x = o.f; locks(o); int y = o.f; return x + y; }
              int otherField(C o) { int x = o.f; o.g = 1; int y = o.f; return x + y; }
              int quietCall(C o) { int x = o.f; int q = quiet(x); int y = o.f; return x + y + q; }
@@ -767,6 +785,7 @@ fn a_field_is_read_again_after_anything_that_may_change_what_it_reads() {
         ("C.volatileTwice", "v", 2),
         ("C.reassigned", "f", 2),
         ("C.writer", "f", 2),
+        ("C.otherWriter", "f", 1),
         ("C.locker", "f", 2),
         ("C.otherField", "f", 1),
         ("C.quietCall", "f", 1),
@@ -1181,5 +1200,94 @@ class Main {
             by("bigfoot") > 0,
             "{tier} seed {seed}: bigfoot reports it too"
         );
+    }
+}
+
+const EXPORTS: &str = "
+class Vec { double x; double y; double z;
+    static double dot(Vec a, Vec b) { return a.x * b.x + a.y * b.y + a.z * b.z; } }
+class O { int f; int g; O q;
+    static int some(O o, boolean c) { if (c) { return o.f; } return 0; }
+    static int reassigns(O o, O p) { if (p.g > 0) { o = p; } return o.f; }
+    static int down(O o, int n) { if (n == 0) { return o.f; } return down(o, n - 1) + o.f; }
+    static int locked(O o) { synchronized (o) { return o.f; } }
+    static void bump(O o, boolean c) { int t = o.g; if (c) { o.g = t + 1; } }
+    void run() { f = 1; } }
+class S { Vec v;
+    double len2(Vec d) { Vec w = v; return Vec.dot(w, d) + Vec.dot(w, w) + Vec.dot(w, w); } }
+class Main { static void main() {
+    S s = new S(); s.v = new Vec(); Vec d = new Vec();
+    print(s.len2(d));
+    O o = new O(); O p = new O();
+    print(O.some(o, true) + O.reassigns(o, p) + O.down(o, 2) + O.locked(o));
+    O.bump(o, true);
+    Thread t = fork o.run(); t.join(); } }";
+
+#[test]
+fn a_callee_with_no_synchronization_leaves_the_checks_of_its_arguments_to_the_caller() {
+    let p = placed_in(EXPORTS, Scope::Program);
+    let own = placed_in(EXPORTS, Scope::Method);
+    // `dot` reads `a`'s and `b`'s fields on its one path: its callers check them,
+    // and `len2`'s three calls on `w` (one object local) need one check of `w`.
+    // `len2` leaves `this.v` and `d`'s fields to `main` in turn (whose write of
+    // `s.v` covers the read).
+    assert_eq!(checks_of(&p, "Vec.dot"), vec![]);
+    assert_eq!(checks_of(&p, "S.len2"), vec![('R', "x/y/z".into())]);
+    let main = checks_of(&p, "Main.main");
+    for c in [('W', "v".into()), ('R', "x/y/z".into())] {
+        assert!(main.contains(&c), "{main:?}");
+    }
+    // Kept where they are: a read on one path only, a parameter assigned, a
+    // recursive function, a synchronized one, a thread's entry (fork, main).
+    assert_eq!(checks_of(&p, "O.some"), vec![('R', "f".into())]);
+    // (`p.g`, read on every path, is left to `main`.)
+    assert_eq!(checks_of(&p, "O.reassigns"), vec![('R', "f".into())]);
+    assert!(checks_of(&own, "O.reassigns").contains(&('R', "g".into())));
+    assert_eq!(checks_of(&p, "O.down"), checks_of(&own, "O.down"));
+    assert!(!checks_of(&p, "O.down").is_empty());
+    assert_eq!(checks_of(&p, "O.locked"), vec![('R', "f".into())]);
+    assert_eq!(checks_of(&p, "O.run"), vec![('W', "f".into())]);
+    // `bump` reads `g` on every path (left to `main`) and writes it on one (its own
+    // write check).
+    assert_eq!(checks_of(&p, "O.bump"), vec![('W', "g".into())]);
+    let (_, stats) = lang::bigfoot::place(&compile(EXPORTS).expect("compiles"));
+    // dot: a.x/y/z, b.x/y/z; len2: this.v and d.x/y/z; reassigns: p.g; bump: o.g.
+    assert_eq!(stats.exported_paths, 6 + 4 + 1 + 1);
+    // The thesis's placement leaves every check in its method.
+    assert_eq!(
+        checks_of(&own, "Vec.dot"),
+        vec![('R', "x/y/z".into()), ('R', "x/y/z".into())]
+    );
+}
+
+#[test]
+fn a_race_in_a_callee_is_reported_where_the_callee_accessed_the_field() {
+    // `add` leaves its read and write of `c.n` to its callers, `run` and `main`, which
+    // race on it: reported on `C.n`, at `add`'s line, in every schedule, as
+    // `fasttrack` reports it (`runs_under_6_seeds` runs both oracles).
+    let src = "
+class C { int n;
+    static void add(C c, int k) { c.n = c.n + k; } }
+class W { C c; W(C c) { this.c = c; } void run() { C.add(c, 1); } }
+class Main { static void main() {
+    C c = new C(); Thread t = fork new W(c).run(); C.add(c, 2); t.join(); print(c.n > 0); } }";
+    let prog = Arc::new(compile(src).unwrap_or_else(|e| panic!("{e}")));
+    assert!(checks_of(&placed_in(src, Scope::Program), "C.add").is_empty());
+    for (seed, run) in runs_under_6_seeds(&prog) {
+        let races: Vec<_> = run
+            .warnings
+            .iter()
+            .filter(|r| r.warning.analysis == "bigfoot")
+            .collect();
+        assert!(!races.is_empty(), "seed {seed}");
+        for r in races {
+            let lines: Vec<u32> = r
+                .warning
+                .accesses
+                .iter()
+                .map(|a| prog.sites[a.site.0 as usize].line)
+                .collect();
+            assert_eq!(lines, vec![3, 3], "seed {seed}: {:?}", r.warning);
+        }
     }
 }

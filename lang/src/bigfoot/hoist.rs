@@ -36,16 +36,19 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use super::{Sync, back_edges, fresh_local, natural_loop, own_sync, predecessors, successors};
+use super::{
+    FieldWrites, Sync, back_edges, fresh_local, natural_loop, own_sync, predecessors, successors,
+};
 use crate::ir::*;
 
 /// Header tests that may be copied into the guard.
 const MAX_GUARD_TEST: usize = 16;
 
 /// Hoist the loop-invariant loads of `this`'s fields out of every loop of `f` that
-/// qualifies (see the module comment), innermost loops first. `quiet[g]`: a call of
-/// `g` neither synchronizes nor writes a field. Returns how many loads were hoisted.
-pub(super) fn hoist_loop_loads(prog: &Program, quiet: &[bool], f: &mut Function) -> usize {
+/// qualifies (see the module comment), innermost loops first. `writes[g]`: the fields
+/// a call of `g` may write, `None` if it may synchronize. Returns how many loads
+/// were hoisted.
+pub(super) fn hoist_loop_loads(prog: &Program, writes: &FieldWrites, f: &mut Function) -> usize {
     if f.kind == FuncKind::Static || f.locals.is_empty() {
         return 0;
     }
@@ -76,7 +79,7 @@ pub(super) fn hoist_loop_loads(prog: &Program, quiet: &[bool], f: &mut Function)
     let mut hoisted = 0;
     for (h, l) in loops {
         let body = natural_loop(&predecessors(f), h, l);
-        hoisted += hoist_from(prog, quiet, f, h, l, &body);
+        hoisted += hoist_from(prog, writes, f, h, l, &body);
     }
     hoisted
 }
@@ -134,7 +137,7 @@ struct Candidate {
 
 fn hoist_from(
     prog: &Program,
-    quiet: &[bool],
+    writes: &FieldWrites,
     f: &mut Function,
     h: usize,
     l: usize,
@@ -165,8 +168,8 @@ fn hoist_from(
         return 0;
     }
     // Nothing in the loop may change what the thread may read of a field: no
-    // synchronization (own or in a callee), no call that writes a field, no
-    // transaction bound, no other exit.
+    // synchronization (own or in a callee), no transaction bound, no other exit;
+    // and the fields it or a callee writes are not hoisted.
     let mut written: HashSet<FieldRef> = HashSet::new();
     for &b in body {
         let block = &f.blocks[b];
@@ -179,7 +182,13 @@ fn hoist_from(
         }
         for inst in &block.insts {
             let kills = match inst {
-                Inst::Call { func, .. } => !quiet[func.index()],
+                Inst::Call { func, .. } => match &writes[func.index()] {
+                    None => true,
+                    Some(w) => {
+                        written.extend(w);
+                        false
+                    }
+                },
                 Inst::Notify { .. } | Inst::SpecBegin { .. } | Inst::SpecEnd { .. } => true,
                 Inst::PutField { field, .. } => {
                     written.insert(*field);

@@ -31,7 +31,7 @@ use analyses::pass::InlineFilter;
 use cranelift::prelude::*;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module, default_libcall_names};
-use lang::ir::{FuncId, Inst, PrintArg, Program, SiteId, Type};
+use lang::ir::{FuncId, PrintArg, Program, SiteId, Type};
 use parking_lot::Mutex;
 
 use crate::Tid;
@@ -382,22 +382,6 @@ fn jerr(e: impl std::fmt::Display) -> JitError {
     JitError(e.to_string())
 }
 
-/// Functions that can start a thread: `main` and every fork target.
-fn thread_entries(p: &Program) -> Vec<bool> {
-    let mut v = vec![false; p.funcs.len()];
-    v[p.main.index()] = true;
-    for f in &p.funcs {
-        for b in &f.blocks {
-            for i in &b.insts {
-                if let Inst::Fork { func, .. } = i {
-                    v[func.index()] = true;
-                }
-            }
-        }
-    }
-    v
-}
-
 /// Compile every function of `image`'s program.
 pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> {
     let prog: &Program = &image.program;
@@ -435,7 +419,7 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
                 .map_err(jerr)?,
         );
     }
-    let entries = thread_entries(prog);
+    let entries = prog.thread_entries();
     let mut tramp_ids = vec![None; prog.funcs.len()];
     for (i, e) in entries.iter().enumerate() {
         if *e {
