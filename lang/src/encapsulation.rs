@@ -200,44 +200,15 @@ impl Origins {
 /// The local an instruction writes, and what it writes there.
 fn definition(inst: &Inst) -> Option<(Local, Def)> {
     use crate::ir::Const;
-    let (dst, d) = match inst {
+    let d = match inst {
         Inst::Const {
-            dst,
-            value: Const::Null,
-        } => (dst, Def::Null),
-        Inst::Copy { dst, src } => (dst, Def::Copy(*src)),
-        Inst::New { dst, .. } => (dst, Def::New),
-        Inst::Const { dst, .. }
-        | Inst::Unary { dst, .. }
-        | Inst::Binary { dst, .. }
-        | Inst::Convert { dst, .. }
-        | Inst::GetField { dst, .. }
-        | Inst::GetStatic { dst, .. }
-        | Inst::ArrayLoad { dst, .. }
-        | Inst::ArrayLength { dst, .. }
-        | Inst::NewArray { dst, .. }
-        | Inst::Call { dst: Some(dst), .. }
-        | Inst::Fork { dst, .. }
-        | Inst::ThreadId { dst }
-        | Inst::NewBarrier { dst, .. }
-        | Inst::Math { dst, .. } => (dst, Def::Other),
-        Inst::PutField { .. }
-        | Inst::PutStatic { .. }
-        | Inst::ArrayStore { .. }
-        | Inst::Call { dst: None, .. }
-        | Inst::Join { .. }
-        | Inst::MonitorEnter { .. }
-        | Inst::MonitorExit { .. }
-        | Inst::Wait { .. }
-        | Inst::Notify { .. }
-        | Inst::BarrierAwait { .. }
-        | Inst::SpecBegin { .. }
-        | Inst::SpecEnd { .. }
-        | Inst::Print { .. }
-        | Inst::Assert { .. }
-        | Inst::Check { .. } => return None,
+            value: Const::Null, ..
+        } => Def::Null,
+        Inst::Copy { src, .. } => Def::Copy(*src),
+        Inst::New { .. } => Def::New,
+        _ => Def::Other,
     };
-    Some((*dst, d))
+    inst.dst().map(|dst| (dst, d))
 }
 
 /// How a definition counts towards membership of its local in a set.

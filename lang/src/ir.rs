@@ -663,7 +663,20 @@ impl Inst {
             | Inst::NewBarrier { dst, .. }
             | Inst::Math { dst, .. } => Some(*dst),
             Inst::Call { dst, .. } => *dst,
-            _ => None,
+            Inst::PutField { .. }
+            | Inst::PutStatic { .. }
+            | Inst::ArrayStore { .. }
+            | Inst::Join { .. }
+            | Inst::MonitorEnter { .. }
+            | Inst::MonitorExit { .. }
+            | Inst::Wait { .. }
+            | Inst::Notify { .. }
+            | Inst::BarrierAwait { .. }
+            | Inst::SpecBegin { .. }
+            | Inst::SpecEnd { .. }
+            | Inst::Print { .. }
+            | Inst::Assert { .. }
+            | Inst::Check { .. } => None,
         }
     }
 
