@@ -13,7 +13,7 @@
 //! 3. [`Chain::deliver`] returns only after every pass has processed the event.
 //!
 //! A producer may also call [`Chain::before_sync`] right before a thread takes a
-//! monitor it does not hold or arrives at a barrier, outside its own locks, so that
+//! monitor (also one it holds) or arrives at a barrier, outside its own locks, so that
 //! work a pass deferred to the thread's next synchronization (`bigfoot`'s footprint)
 //! runs before the thread waits (the VM does; the trace reader need not: the passes
 //! do that work at the event anyway).
@@ -343,8 +343,8 @@ impl Chain {
         }
     }
 
-    /// `cx`'s thread is about to synchronize; the synchronization's event is its
-    /// next one ([`Pass::before_sync`]). Nothing is delivered and no counter moves.
+    /// `cx`'s thread is about to synchronize; the synchronization's event, if any, is
+    /// its next one ([`Pass::before_sync`]). Nothing is delivered and no counter moves.
     pub fn before_sync(&self, cx: &mut ThreadCx) {
         let ThreadCx { state, locals, .. } = cx;
         for &i in &self.sync_passes {

@@ -297,15 +297,9 @@ impl Hook {
         }
     }
 
-    /// Whether some pass of the chain takes [`Hook::before_sync`] (false when off).
-    #[inline]
-    pub fn wants_before_sync(&self) -> bool {
-        matches!(&self.0, Some(on) if on.before_sync)
-    }
-
-    /// The thread is about to synchronize, and the synchronization's event is its
-    /// next one (`analyses::Chain::before_sync`); nothing when off or when no pass
-    /// takes it.
+    /// The thread is about to synchronize (`analyses::Chain::before_sync`): its next
+    /// event, if any, is the synchronization's (a reentrant acquire has none, and
+    /// leaves the thread's clock as it is); nothing when off or when no pass takes it.
     #[inline]
     pub fn before_sync(&mut self) {
         if let Some(on) = &mut self.0
