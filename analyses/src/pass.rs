@@ -426,6 +426,14 @@ pub enum InlineCheck {
     /// `a[i..i + 1:1]`) of that kind at `s` with `lo <= l < h <= hi` and either
     /// `step == 1` or `k == step && l == lo` is inside the footprint: the producer
     /// may drop it as above.
+    ///
+    /// Last, at [`BIGFOOT_ARRAY_COVER_OFF`], more covered ranges of the same four
+    /// words and meaning, per array (direct-mapped: [`bigfoot_array_cover`]`(a, w)`):
+    /// the latest footprint range of step 1 of the array and kind, for a loop that
+    /// walks many arrays in turn (a matrix across its rows' arrays). Only
+    /// [`bigfoot_cover_check`] reads them, not inline code; it extends the covered
+    /// range of the kind together with the array's own, and a check that the
+    /// array's own covered range decides makes it the covered range of the kind.
     FieldChecks {
         /// The address of the top level (`2^TOP_BITS` pointers).
         top: u64,
@@ -445,9 +453,31 @@ pub const BIGFOOT_SITE_GEN_OFF: usize = BIGFOOT_COVER_OFF + 8 * BIGFOOT_COVER_WO
 pub const BIGFOOT_SITES_OFF: usize = BIGFOOT_SITE_GEN_OFF + 16;
 pub const BIGFOOT_SITE_SLOTS: usize = 256;
 pub const BIGFOOT_SITE_WORDS: usize = 4;
+/// Byte offset of the per-array covered ranges ([`InlineCheck::FieldChecks`]), and
+/// their number per kind (of [`BIGFOOT_COVER_WORDS`]` / 2` words each).
+pub const BIGFOOT_ARRAY_COVER_OFF: usize =
+    BIGFOOT_SITES_OFF + 8 * BIGFOOT_SITE_SLOTS * BIGFOOT_SITE_WORDS;
+pub const BIGFOOT_ARRAY_COVER_SLOTS: usize = 4096;
 /// Words of a thread's whole table ([`InlineCheck::FieldChecks`]).
 pub const BIGFOOT_TABLE_WORDS: usize =
-    BIGFOOT_SITES_OFF / 8 + BIGFOOT_SITE_SLOTS * BIGFOOT_SITE_WORDS;
+    BIGFOOT_ARRAY_COVER_OFF / 8 + 2 * BIGFOOT_ARRAY_COVER_SLOTS * BIGFOOT_COVER_WORDS / 2;
+
+/// The word index in a thread's table of the per-array covered range of kind `write`
+/// that may hold ranges of array `a` ([`InlineCheck::FieldChecks`]).
+#[inline]
+pub const fn bigfoot_array_cover(a: u64, write: bool) -> usize {
+    // A full mix of the address (the finalizer of splitmix64): arrays a power of
+    // two apart, or any fixed distance apart (a matrix's rows), spread over the slots
+    // as random ones would (a multiplicative hash alone put a third of `lufact`'s
+    // rows into shared slots).
+    const BITS: u32 = BIGFOOT_ARRAY_COVER_SLOTS.trailing_zeros();
+    let mut x = a;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    let slot = ((x ^ (x >> 31)) >> (64 - BITS)) as usize;
+    BIGFOOT_ARRAY_COVER_OFF / 8
+        + (write as usize * BIGFOOT_ARRAY_COVER_SLOTS + slot) * (BIGFOOT_COVER_WORDS / 2)
+}
 
 /// Whether a thread's covered ranges (in its `table`, [`BIGFOOT_TABLE_WORDS`] words
 /// laid out as [`InlineCheck::FieldChecks`] documents) hold the non-empty range check
@@ -499,20 +529,33 @@ pub fn bigfoot_cover_check(
         return true;
     }
     let kind = (BIGFOOT_COVER_OFF + 8 * (BIGFOOT_COVER_WORDS / 2) * write as usize) / 8;
-    let w = |at: usize| table[kind + at].load(Relaxed);
-    let len = w(3);
-    let (c_lo, c_hi) = (w(1) as i64, w(2) as i64);
-    if w(0) == arr
-        && len != 0
-        && 0 <= lo
-        && lo < hi
-        && hi <= len as i64
-        && (step == 1 || hi - lo == 1)
-        && lo <= c_hi
-        && c_lo <= hi
-    {
-        table[kind + 1].store(c_lo.min(lo) as u64, Relaxed);
-        table[kind + 2].store(c_hi.max(hi) as u64, Relaxed);
+    let own = bigfoot_array_cover(arr, write);
+    let w = |at: usize| table[at].load(Relaxed);
+    // Whether the check extends the covered range at word `at` (of `arr`, exactly
+    // a footprint range), and its new bounds.
+    let extends = |at: usize| {
+        let (len, c_lo, c_hi) = (w(at + 3), w(at + 1) as i64, w(at + 2) as i64);
+        let ok = w(at) == arr
+            && len != 0
+            && 0 <= lo
+            && lo < hi
+            && hi <= len as i64
+            && (step == 1 || hi - lo == 1)
+            && lo <= c_hi
+            && c_lo <= hi;
+        ok.then(|| (c_lo.min(lo) as u64, c_hi.max(hi) as u64))
+    };
+    let set = |at: usize, (l, h): (u64, u64)| {
+        table[at + 1].store(l, Relaxed);
+        table[at + 2].store(h, Relaxed);
+    };
+    if let Some(span) = extends(kind) {
+        // The array's own covered range holds the same footprint range and
+        // takes the extension too (so the kind's may be given to another array).
+        set(kind, span);
+        if w(own) == arr {
+            set(own, (w(own + 1).min(span.0), w(own + 2).max(span.1)));
+        }
         return true;
     }
     // A read inside the covered write range: the footprint's write check of those
@@ -521,8 +564,56 @@ pub fn bigfoot_cover_check(
     // touch it). Tested after the read range's own extension, so that a loop's reads
     // stay one range where they run into its writes (insertion sort).
     let writes = (BIGFOOT_COVER_OFF + 8 * (BIGFOOT_COVER_WORDS / 2)) / 8;
-    let v = |at: usize| table[writes + at].load(Relaxed) as i64;
-    !write && v(0) as u64 == arr && v(1) <= lo && lo < hi && hi <= v(2)
+    if !write
+        && w(writes) == arr
+        && w(writes + 1) as i64 <= lo
+        && lo < hi
+        && hi <= w(writes + 2) as i64
+    {
+        return true;
+    }
+    // Last, the array's own covered range, which is its latest footprint entry of
+    // the kind: a check inside it, or one that extends it, changes the footprint as
+    // the pass would (nothing, or the entry's merge with the check), and it leaves
+    // the covered range of the kind and the site's entry as the pass leaves them
+    // (that range, extended). Whether an array keeps its own covered range depends
+    // on its address (a shared slot), so nothing but speed may depend on it.
+    let inside = w(own) == arr && w(own + 1) as i64 <= lo && lo < hi && hi <= w(own + 2) as i64;
+    let span = if inside {
+        (w(own + 1), w(own + 2))
+    } else if let Some(span) = extends(own) {
+        set(own, span);
+        span
+    } else {
+        return false;
+    };
+    for (i, v) in [arr, span.0, span.1, w(own + 3)].into_iter().enumerate() {
+        table[kind + i].store(v, Relaxed);
+    }
+    bigfoot_note_site(table, site, arr, (span.0 as u32, span.1 as u32, 1), write);
+    true
+}
+
+/// Record in a thread's per-site entries that a check of kind `write` at `site`
+/// put `lo..hi:step` of `arr` into the footprint of the table's generation
+/// ([`InlineCheck::FieldChecks`]).
+pub fn bigfoot_note_site(
+    table: &[AtomicU64],
+    site: u32,
+    arr: u64,
+    (lo, hi, step): (u32, u32, u32),
+    write: bool,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some((slot, tag)) = bigfoot_site_entry(site, write) else {
+        return;
+    };
+    let at = (BIGFOOT_SITES_OFF + 8 * BIGFOOT_SITE_WORDS * slot) / 8;
+    let generation = table[BIGFOOT_SITE_GEN_OFF / 8].load(Relaxed);
+    table[at].store(tag | generation << 32, Relaxed);
+    table[at + 1].store(arr, Relaxed);
+    table[at + 2].store(u64::from(lo) | u64::from(hi) << 32, Relaxed);
+    table[at + 3].store(step.into(), Relaxed);
 }
 
 /// The entry of the checks of kind `write` at site `s` among a thread's per-site
@@ -773,8 +864,9 @@ pub trait Pass: Send + Sync {
     fn event(&self, _t: &ThreadState, _local: &mut Local, _ev: &Event<'_>) {}
 
     /// The thread is about to synchronize, and the synchronization's event is its
-    /// next one: it takes a monitor it does not hold (`Acquire`, delivered once it
-    /// has the monitor, perhaps after waiting for it) or arrives at a barrier
+    /// next one: it takes a monitor (`Acquire`, delivered once it has the monitor,
+    /// perhaps after waiting for it; a reentrant acquire has no event and leaves the
+    /// thread's clock as it is, so the work is the same there) or arrives at a barrier
     /// (`BarrierEnter`, delivered under the scheduler's lock, atomically with the
     /// arrival); see [`crate::Chain::before_sync`]. A pass that defers work on the
     /// thread's earlier accesses to its next synchronization event (`bigfoot`'s

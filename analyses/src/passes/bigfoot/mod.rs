@@ -68,9 +68,6 @@ struct BfLocal {
     counts: Counts,
     /// Arrays this thread knows to have fine shadows (see [`FineCache`]).
     fine: FineCache,
-    /// Per kind (read, write), the footprint entry whose range the covered range of
-    /// that kind is while it may be extended ([`FineCache::cover`]).
-    mirror: [Option<usize>; 2],
     /// Read ranges this thread checked on fine shadows since its last synchronization.
     reads: ReadMemo,
     /// The frontier (`crate::clocks`) as of its advance number, taken at a commit.
@@ -147,31 +144,51 @@ impl ReadMemo {
 ///
 /// After the table, the thread's *covered ranges*: per kind (read, write) the latest
 /// step-1 footprint range a check of that kind extended or fell into, `[arr, lo, hi,
-/// len]` (footprint ranges only grow until the commit, so it stays covered). A check
-/// of that kind inside it adds nothing: [`BigFoot::check_range`] drops it, and so does
-/// generated code for an element or range check. While the range is still exactly
-/// its footprint entry's (`len`, the array's length, not 0: [`BfLocal::mirror`]), a
-/// step-1 check that overlaps or abuts it extends it in place, in generated code
-/// too, with no call into the pass ([`crate::pass::bigfoot_cover_check`]): the entry
-/// takes the words back before the footprint is next read ([`BigFoot::sync_covers`]),
-/// so it ends as [`BigFoot::add_range`]'s own merge would leave it. Insertion sort's
-/// ranges, each one element longer than the last, then cost no call. The covered
-/// ranges name no array of the table (an array is recorded fine only by a commit,
-/// which clears them first) and are cleared at every commit.
+/// len]`, which is the array's latest footprint entry of that kind (footprint ranges
+/// only grow until the commit, so it stays covered; an array whose latest entry is
+/// strided has none). A check of that kind inside it adds nothing:
+/// [`BigFoot::check_range`] drops it, and so does generated code for an element or
+/// range check. A step-1 check that overlaps or abuts it extends it in place, in
+/// generated code too, with no call into the pass
+/// ([`crate::pass::bigfoot_cover_check`]): the entry takes the words back before the
+/// footprint is next read ([`BigFoot::sync_covers`]), so it ends as
+/// [`BigFoot::add_range`]'s own merge would leave it. Insertion sort's ranges, each one
+/// element longer than the last, then cost no call. The covered ranges name no array
+/// of the table (an array is recorded fine only by a commit, which clears them first)
+/// and are cleared at every commit.
 ///
 /// Then per check site (direct-mapped) the range it last put into the footprint, of
 /// the footprint's generation, which every commit changes: a check inside its own
 /// earlier range (a loop's range check in every iteration of an outer loop, an
 /// element checked again) adds nothing either.
+///
+/// Last, per array (direct-mapped) and kind, a covered range like the kind's: the
+/// array's latest footprint entry of the kind, when it is of step 1. A loop that
+/// walks many arrays in turn (`lufact`'s `matgen`, `a[j][i]` with `j` inner) finds
+/// each array's range there and extends it with no call into the pass, where the
+/// kind's covered range holds only the last array. These are read and extended only
+/// in [`crate::pass::bigfoot_cover_check`] (generated code calls it after its inline
+/// tests), which then leaves the kind's covered range and the site's entry as the
+/// pass would have (so that what the footprint becomes does not depend on which
+/// arrays share a slot, that is on their addresses); an extension of the kind's
+/// covered range extends the array's own too. The pass gives each entry the
+/// extension back before it next reads it ([`BigFoot::sync_own`]) and clears them
+/// at every commit.
 struct FineCache {
     arrays: Box<[AtomicU64]>,
     generation: u64,
+    /// Per array covered range (by its slot), the footprint entry it mirrors plus 1
+    /// (0: none).
+    own_at: Box<[u32]>,
+    /// The per-array covered ranges given since the last commit (word indexes).
+    own: Vec<usize>,
 }
 
 const FINE_CACHE: usize = crate::pass::BIGFOOT_FINE_SLOTS;
 const COVER: usize = crate::pass::BIGFOOT_COVER_OFF / 8;
 const GEN: usize = crate::pass::BIGFOOT_SITE_GEN_OFF / 8;
 const SITES: usize = crate::pass::BIGFOOT_SITES_OFF / 8;
+const OWN: usize = crate::pass::BIGFOOT_ARRAY_COVER_OFF / 8;
 const _: () = assert!(COVER == FINE_CACHE && crate::pass::BIGFOOT_COVER_WORDS == 8);
 const _: () = assert!(crate::pass::BIGFOOT_SITE_WORDS == 4 && GEN < SITES);
 
@@ -185,6 +202,8 @@ impl Default for FineCache {
         FineCache {
             arrays,
             generation: 1,
+            own_at: vec![0; 2 * crate::pass::BIGFOOT_ARRAY_COVER_SLOTS].into_boxed_slice(),
+            own: Vec::new(),
         }
     }
 }
@@ -208,16 +227,51 @@ impl FineCache {
         self.arrays[at + 2].store(hi.into(), Relaxed);
         self.arrays[at + 3].store(len.into(), Relaxed);
     }
-    /// The covered range of kind `write` stays covered but may no longer be
-    /// extended (its entry changed shape).
-    fn freeze(&mut self, write: bool) {
-        self.arrays[COVER + 4 * write as usize + 3].store(0, Relaxed);
-    }
-    /// The elements `lo..hi` of the covered range of kind `write`.
-    fn span(&self, write: bool) -> (u32, u32) {
-        let at = COVER + 4 * write as usize;
+    /// The elements `lo..hi` of the covered range at word `at`.
+    fn span_at(&self, at: usize) -> (u32, u32) {
         let w = |i: usize| self.arrays[at + i].load(Relaxed) as u32;
         (w(1), w(2))
+    }
+    /// The slot (in [`FineCache::own_at`]) of the per-array covered range at word
+    /// `at`.
+    fn own_slot(at: usize) -> usize {
+        (at - OWN) / 4
+    }
+    /// The per-array covered range of `arr` and kind `write`: the word index of its
+    /// slot, and the footprint entry it mirrors, if it holds `arr`'s.
+    fn own_of(&self, arr: ObjId, write: bool) -> (usize, Option<usize>) {
+        let at = crate::pass::bigfoot_array_cover(arr.0, write);
+        let entry = self.own_at[Self::own_slot(at)];
+        let mirrors = entry != 0 && self.arrays[at].load(Relaxed) == arr.0;
+        (at, mirrors.then(|| entry as usize - 1))
+    }
+    /// Make `lo..hi` of `arr`, the step-1 footprint entry `entry`, the per-array
+    /// covered range of kind `write` (the slot's earlier range given back first:
+    /// [`BigFoot::sync_own`]).
+    fn cover_own(&mut self, write: bool, arr: ObjId, (lo, hi, len): (u32, u32, u32), entry: usize) {
+        let at = crate::pass::bigfoot_array_cover(arr.0, write);
+        if self.arrays[at].load(Relaxed) == 0 {
+            self.own.push(at);
+        }
+        self.arrays[at].store(arr.0, Relaxed);
+        self.arrays[at + 1].store(lo.into(), Relaxed);
+        self.arrays[at + 2].store(hi.into(), Relaxed);
+        self.arrays[at + 3].store(len.into(), Relaxed);
+        self.own_at[Self::own_slot(at)] = u32::try_from(entry + 1).unwrap_or(0);
+    }
+    /// Forget the covered ranges of kind `write` that name `arr`.
+    fn uncover_array(&mut self, arr: ObjId, write: bool) {
+        let own = crate::pass::bigfoot_array_cover(arr.0, write);
+        for at in [COVER + 4 * write as usize, own] {
+            if self.arrays[at].load(Relaxed) == arr.0 {
+                for w in &self.arrays[at..at + 4] {
+                    w.store(0, Relaxed);
+                }
+            }
+        }
+        if self.arrays[own].load(Relaxed) == 0 {
+            self.own_at[Self::own_slot(own)] = 0;
+        }
     }
     /// Whether the covered ranges hold the range check `lo..hi:step` of `arr`, of
     /// kind `write`, at `site`, as generated code sees it (before
@@ -242,19 +296,18 @@ impl FineCache {
     }
     /// `site` put `r` of `arr` into this footprint.
     fn note_site(&mut self, site: u32, arr: ObjId, r: &Range) {
-        let Some((slot, tag)) = crate::pass::bigfoot_site_entry(site, r.write) else {
-            return;
-        };
-        let at = SITES + 4 * slot;
-        self.arrays[at].store(tag | self.generation << 32, Relaxed);
-        self.arrays[at + 1].store(arr.0, Relaxed);
-        self.arrays[at + 2].store(u64::from(r.lo) | u64::from(r.hi) << 32, Relaxed);
-        self.arrays[at + 3].store(r.step.into(), Relaxed);
+        crate::pass::bigfoot_note_site(&self.arrays, site, arr.0, (r.lo, r.hi, r.step), r.write);
     }
     /// Forget every covered range (a commit).
     fn uncover(&mut self) {
         for w in &self.arrays[COVER..COVER + crate::pass::BIGFOOT_COVER_WORDS] {
             w.store(0, Relaxed);
+        }
+        for at in std::mem::take(&mut self.own) {
+            for w in &self.arrays[at..at + 4] {
+                w.store(0, Relaxed);
+            }
+            self.own_at[Self::own_slot(at)] = 0;
         }
         self.generation = (self.generation + 1) & u64::from(u32::MAX);
         if self.generation == 0 {
@@ -526,15 +579,18 @@ impl BigFoot {
         if l.fine.cover_check(loc.obj, checked, r.write, site) {
             return;
         }
-        Self::sync_covers(l);
+        // The entry `add_range` may change takes its covered ranges' extensions
+        // (the array's own holds those of the kind's too).
+        let (own, _) = l.fine.own_of(loc.obj, r.write);
+        Self::sync_own(l, own);
         let (p, at) = Self::add_range(l, loc.obj, len, r, cur);
-        let kind = usize::from(p.write);
         if p.step == 1 {
             l.fine.cover(p.write, loc.obj, p.lo, p.hi, len);
-            l.mirror[kind] = Some(at);
-        } else if l.mirror[kind] == Some(at) {
-            l.fine.freeze(p.write);
-            l.mirror[kind] = None;
+            l.fine.cover_own(p.write, loc.obj, (p.lo, p.hi, len), at);
+        } else {
+            // The array's latest entry of the kind is strided: no covered range
+            // holds it, and none may stand for an earlier one.
+            l.fine.uncover_array(loc.obj, p.write);
         }
         // The site's entry: the merged step-1 range where it holds the check as
         // it will come again, else the check itself (its elements are `r`'s), so
@@ -564,15 +620,30 @@ impl BigFoot {
     /// Give the footprint entries the covered ranges' extensions made since the
     /// pass last read them (by [`FineCache::cover_check`], here or in generated
     /// code): before anything reads the footprint.
+    /// The covered range of a kind is inside its array's own (it takes its
+    /// extensions too), so the arrays' own suffice.
     fn sync_covers(l: &mut BfLocal) {
-        for write in [false, true] {
-            if let Some(at) = l.mirror[usize::from(write)] {
-                let (lo, hi) = l.fine.span(write);
-                let r = &mut l.footprint[at].range;
-                debug_assert!(r.step == 1 && r.write == write && lo <= r.lo && r.hi <= hi);
-                (r.lo, r.hi) = (lo, hi);
-            }
+        for i in 0..l.fine.own.len() {
+            Self::sync_own(l, l.fine.own[i]);
         }
+    }
+
+    /// [`BigFoot::sync_covers`] for the per-array covered range at word `at`.
+    fn sync_own(l: &mut BfLocal, at: usize) {
+        if let Some(entry) = l.fine.own_at[FineCache::own_slot(at)].checked_sub(1) {
+            let write = at >= crate::pass::bigfoot_array_cover(0, true);
+            let span = l.fine.span_at(at);
+            Self::widen(&mut l.footprint[entry as usize].range, write, span);
+        }
+    }
+
+    /// A step-1 footprint range and a covered range that mirrors it: both hold the
+    /// entry's range as it was given, and each may have been extended since (by
+    /// checks that overlap or abut it), so their union is one range, every element
+    /// of which was checked.
+    fn widen(r: &mut Range, write: bool, (lo, hi): (u32, u32)) {
+        debug_assert!(r.step == 1 && r.write == write && lo <= r.hi && r.lo <= hi);
+        (r.lo, r.hi) = (r.lo.min(lo), r.hi.max(hi));
     }
 
     /// The footprint's latest entry of `arr` and kind `write`: found among the last
@@ -667,7 +738,6 @@ impl BigFoot {
             return;
         }
         Self::sync_covers(l);
-        l.mirror = [None; 2];
         l.fine.uncover();
         l.counts.commits += 1;
         let advance = self.shared.clocks.frontier_advances();
@@ -1054,6 +1124,120 @@ mod tests {
         }
     }
 
+    /// The same walk as generated code makes it (the covered-range call first, the
+    /// pass only when it says no): after the first column, each array's own
+    /// covered range takes its elements with no call into the pass, and the
+    /// footprint ends the same.
+    #[test]
+    fn a_walk_across_many_arrays_extends_their_own_covered_ranges() {
+        let (bf, t, mut l) = fresh();
+        let rows = 300u64;
+        // Rows 8 KiB apart, skipping any that would share a covered range with an
+        // earlier one (those take turns, each through the pass).
+        let mut slots = std::collections::HashSet::new();
+        let arrs: Vec<ObjId> = (1..)
+            .map(|k| ObjId(k << 13))
+            .filter(|a| slots.insert(crate::pass::bigfoot_array_cover(a.0, true)))
+            .take(rows as usize)
+            .collect();
+        let mut passed = 0;
+        for i in 0..10u32 {
+            for &arr in &arrs {
+                for op in [Op::Write, Op::Read] {
+                    if l.fine.cover_check(arr, (i, i + 1, 1), op == Op::Write, 7) {
+                        continue;
+                    }
+                    passed += 1;
+                    let loc = Loc { obj: arr, slot: i };
+                    bf.check_range(&t, &mut l, loc, op, i + 1, 1, 10, default_acc(op));
+                }
+            }
+        }
+        assert_eq!(
+            passed, rows,
+            "only the first column's writes reach the pass"
+        );
+        BigFoot::sync_covers(&mut l);
+        assert_eq!(l.footprint.len(), rows as usize);
+        for e in &l.footprint {
+            let r = e.range;
+            assert_eq!((r.lo, r.hi, r.step, r.write), (0, 10, 1, true));
+        }
+    }
+
+    /// The same random checks on six arrays, at addresses that each have a slot of
+    /// their own for their covered ranges and at addresses that all share one: the
+    /// footprint after every check is the same (both tiers, and two runs of one,
+    /// place their arrays at other addresses, and report the same statistics).
+    #[test]
+    fn what_the_footprint_becomes_does_not_depend_on_array_addresses() {
+        let apart = |g: u64, k: usize| ObjId((g * 8 + k as u64 + 1) << 20);
+        let sharing = |g: u64, k: usize| {
+            let first = ObjId((g + 1) << 24);
+            let slot = crate::pass::bigfoot_array_cover(first.0, false);
+            let a = (0..)
+                .map(|i| ObjId(first.0 + (i << 3)))
+                .filter(|a| crate::pass::bigfoot_array_cover(a.0, false) == slot)
+                .nth(k);
+            a.expect("an address of the slot")
+        };
+        let run = |addr: &dyn Fn(u64, usize) -> ObjId| {
+            let (bf, t, mut l) = fresh();
+            let mut seed = 0x2545_f491_4f6c_dd1du64;
+            let mut next = |n: u64| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed % n
+            };
+            let (mut g, len, mut last) = (0, 32u32, 0u32);
+            let mut seen = Vec::new();
+            for round in 0..6_000 {
+                if next(80) == 0 {
+                    bf.commit(&t, &mut l);
+                    g += 1;
+                    continue;
+                }
+                let k = next(6) as usize;
+                let arr = addr(g, k);
+                let write = next(3) == 0;
+                let lo = match next(3) {
+                    0 => last.min(len - 1),
+                    _ => next(u64::from(len)) as u32,
+                };
+                let (hi, step) = match next(4) {
+                    0 | 1 => (lo + 1, 1),
+                    2 => (lo + 1 + next(5) as u32, 1),
+                    _ => (lo + 1 + next(9) as u32, 2),
+                };
+                let hi = hi.min(len);
+                last = hi;
+                let site = next(4) as u32;
+                if round % 3 == 0 || !l.fine.cover_check(arr, (lo, hi, step), write, site) {
+                    let op = if write { Op::Write } else { Op::Read };
+                    let loc = Loc { obj: arr, slot: lo };
+                    let acc = Acc {
+                        site: crate::event::SiteId(site),
+                        ..default_acc(op)
+                    };
+                    bf.check_range(&t, &mut l, loc, op, hi, step, len, acc);
+                }
+                BigFoot::sync_covers(&mut l);
+                let fp = l.footprint.iter().map(|e| {
+                    let k = (0..6).position(|k| addr(g, k) == e.arr);
+                    (k, e.range)
+                });
+                seen.push(format!("{round}: {:?}", fp.collect::<Vec<_>>()));
+            }
+            seen
+        };
+        let (a, b) = (run(&apart), run(&sharing));
+        assert!(a.len() > 1000);
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x, y);
+        }
+    }
+
     /// An access `op` of thread 0 at the default site and context.
     fn default_acc(op: Op) -> Acc {
         Acc {
@@ -1106,14 +1290,19 @@ mod tests {
         assert_eq!(format!("{before:?}"), format!("{after:?}"));
         assert_eq!(l.footprint.len(), 2);
         // An element the range does not extend starts an entry, which takes over;
-        // extended by a stride it is no longer cached, and the last one stays.
+        // extended by a stride it is the array's latest entry of reads, and of
+        // step 2: no covered range of reads names the array any more.
         check(&mut l, 12, Op::Read);
         assert!(l.fine.covers(arr, (12, 13, 1), u32::MAX, false));
         assert!(!l.fine.covers(arr, (3, 10, 1), u32::MAX, false));
         check(&mut l, 14, Op::Read);
         assert_eq!(l.footprint.len(), 3);
-        assert!(l.fine.covers(arr, (12, 13, 1), u32::MAX, false));
+        assert!(!l.fine.covers(arr, (12, 13, 1), u32::MAX, false));
         assert!(!l.fine.covers(arr, (14, 15, 1), u32::MAX, false));
+        assert!(
+            l.fine.covers(arr, (4, 11, 1), u32::MAX, true),
+            "the writes' stays"
+        );
         bf.commit(&t, &mut l);
         assert!(l.footprint.is_empty());
         assert!(!l.fine.covers(arr, (3, 4, 1), u32::MAX, false));
@@ -1183,8 +1372,21 @@ mod tests {
         use std::collections::BTreeSet;
         let (bf, t, mut l) = fresh();
         // Fresh arrays after each commit: a commit may make an array fine, whose
-        // checks are then made at once (covered ranges never name one).
-        let mut arrs = [ObjId(1 << 20), ObjId(2 << 20)];
+        // checks are then made at once (covered ranges never name one). Four, and
+        // two more that share the per-array covered ranges of the first two.
+        let arrays = |base: u64| {
+            let a: Vec<ObjId> = (0..4).map(|k| ObjId(base + (k << 20))).collect();
+            let mate = |x: ObjId| {
+                let slot = crate::pass::bigfoot_array_cover(x.0, false);
+                (1..)
+                    .map(|k| ObjId(x.0 + (k << 3)))
+                    .find(|y| crate::pass::bigfoot_array_cover(y.0, false) == slot)
+                    .expect("a colliding address")
+            };
+            [a[0], a[1], a[2], a[3], mate(a[0]), mate(a[1])]
+        };
+        let mut base = 1 << 20;
+        let mut arrs = arrays(base);
         let len = 40u32;
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = |n: u64| {
@@ -1200,10 +1402,11 @@ mod tests {
                 bf.commit(&t, &mut l);
                 want.clear();
                 assert!(l.footprint.is_empty());
-                arrs = arrs.map(|a| ObjId(a.0 + (2 << 20)));
+                base += 8 << 20;
+                arrs = arrays(base);
                 continue;
             }
-            let arr = arrs[next(2) as usize];
+            let arr = arrs[next(arrs.len() as u64) as usize];
             let write = next(2) == 0;
             // Half the checks go on from the last one (a loop), the rest anywhere.
             let lo = match next(4) {
