@@ -368,9 +368,10 @@ pub fn place(prog: &Program) -> (Program, Placement) {
 pub fn place_in(prog: &Program, scope: Scope) -> (Program, Placement) {
     let kills = sync_summaries(prog);
     let writes = field_writes(prog, &kills);
+    let calls = CallOrder::of(prog);
     let can_export = match scope {
         Scope::Method => vec![false; prog.funcs.len()],
-        Scope::Program => exporters(prog, &kills),
+        Scope::Program => exporters(prog, &kills, &calls.recursive),
     };
     let mut out = prog.clone();
     let mut stats = Placement::default();
@@ -378,7 +379,7 @@ pub fn place_in(prog: &Program, scope: Scope) -> (Program, Placement) {
     let mut exports: Vec<Vec<Export>> = vec![Vec::new(); prog.funcs.len()];
     let mut gone = Vec::new();
     // Callees first, so that a call's exported checks are known where it is placed.
-    for fi in callees_first(prog) {
+    for &fi in &calls.order {
         let f = &mut out.funcs[fi];
         let before = gone.len();
         reuse_field_loads(prog, &writes, f, &mut gone);
@@ -424,7 +425,7 @@ pub fn place_in(prog: &Program, scope: Scope) -> (Program, Placement) {
 /// a thread's entry (`main`, a fork target), not recursive, and neither it nor a
 /// function it calls synchronizes, waits, notifies or opens a `deterministic` or
 /// `atomic` bound.
-fn exporters(prog: &Program, kills: &[(bool, bool)]) -> Vec<bool> {
+fn exporters(prog: &Program, kills: &[(bool, bool)], recursive: &[bool]) -> Vec<bool> {
     let own_bound: Vec<bool> = prog
         .funcs
         .iter()
@@ -441,23 +442,8 @@ fn exporters(prog: &Program, kills: &[(bool, bool)]) -> Vec<bool> {
         .collect();
     let bound = through_calls(prog, own_bound, |a, b| *a | *b);
     let entries = prog.thread_entries();
-    let callees = call_graph(prog);
     (0..prog.funcs.len())
-        .map(|fi| {
-            let recursive = {
-                let mut seen = vec![false; prog.funcs.len()];
-                let mut todo = callees[fi].clone();
-                let mut found = false;
-                while let Some(g) = todo.pop() {
-                    found |= g == fi;
-                    if !std::mem::replace(&mut seen[g], true) {
-                        todo.extend(&callees[g]);
-                    }
-                }
-                found
-            };
-            kills[fi] == (false, false) && !bound[fi] && !entries[fi] && !recursive
-        })
+        .map(|fi| kills[fi] == (false, false) && !bound[fi] && !entries[fi] && !recursive[fi])
         .collect()
 }
 
@@ -482,31 +468,69 @@ fn call_graph(prog: &Program) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// Every function, each after the functions it calls except those that (transitively)
-/// call it back: a depth-first postorder of the call graph.
-fn callees_first(prog: &Program) -> Vec<usize> {
-    let callees = call_graph(prog);
-    let n = prog.funcs.len();
-    let mut seen = vec![false; n];
-    let mut order = Vec::with_capacity(n);
-    for root in 0..n {
-        if std::mem::replace(&mut seen[root], true) {
-            continue;
-        }
-        let mut stack = vec![(root, 0)];
-        while let Some(&mut (f, ref mut next)) = stack.last_mut() {
-            if let Some(&g) = callees[f].get(*next) {
-                *next += 1;
-                if !std::mem::replace(&mut seen[g], true) {
-                    stack.push((g, 0));
+/// The call graph's strongly connected components, found once (Tarjan's algorithm,
+/// iterative).
+struct CallOrder {
+    /// Every function, each after the functions it calls except those that
+    /// (transitively) call it back: the components in the order they complete.
+    order: Vec<usize>,
+    /// Per function, whether it (transitively) calls itself.
+    recursive: Vec<bool>,
+}
+
+impl CallOrder {
+    fn of(prog: &Program) -> CallOrder {
+        let callees = call_graph(prog);
+        let n = callees.len();
+        const NONE: usize = usize::MAX;
+        let (mut index, mut low) = (vec![NONE; n], vec![0; n]);
+        let (mut on_stack, mut stack) = (vec![false; n], Vec::new());
+        let mut out = CallOrder {
+            order: Vec::with_capacity(n),
+            recursive: vec![false; n],
+        };
+        let mut next = 0;
+        for root in 0..n {
+            if index[root] != NONE {
+                continue;
+            }
+            let mut dfs = vec![(root, 0)];
+            (index[root], low[root]) = (next, next);
+            next += 1;
+            stack.push(root);
+            on_stack[root] = true;
+            while let Some(&mut (f, ref mut at)) = dfs.last_mut() {
+                if let Some(&g) = callees[f].get(*at) {
+                    *at += 1;
+                    if index[g] == NONE {
+                        (index[g], low[g]) = (next, next);
+                        next += 1;
+                        stack.push(g);
+                        on_stack[g] = true;
+                        dfs.push((g, 0));
+                    } else if on_stack[g] {
+                        low[f] = low[f].min(index[g]);
+                    }
+                    continue;
                 }
-            } else {
-                order.push(f);
-                stack.pop();
+                dfs.pop();
+                if let Some(&(parent, _)) = dfs.last() {
+                    low[parent] = low[parent].min(low[f]);
+                }
+                if low[f] == index[f] {
+                    let from = stack.iter().rposition(|&g| g == f).unwrap_or(0);
+                    let component: Vec<usize> = stack.drain(from..).collect();
+                    let cycle = component.len() > 1 || callees[f].contains(&f);
+                    for &g in &component {
+                        on_stack[g] = false;
+                        out.recursive[g] = cycle;
+                    }
+                    out.order.extend(component);
+                }
             }
         }
+        out
     }
-    order
 }
 
 /// Per function, what a call of it may change of what the thread may read of a

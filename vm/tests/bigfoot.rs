@@ -1210,6 +1210,8 @@ class O { int f; int g; O q;
     static int some(O o, boolean c) { if (c) { return o.f; } return 0; }
     static int reassigns(O o, O p) { if (p.g > 0) { o = p; } return o.f; }
     static int down(O o, int n) { if (n == 0) { return o.f; } return down(o, n - 1) + o.f; }
+    static int ping(O o, int n) { int t = o.g; if (n == 0) { return t; } return pong(o, n - 1); }
+    static int pong(O o, int n) { return ping(o, n) + o.g; }
     static int locked(O o) { synchronized (o) { return o.f; } }
     static void bump(O o, boolean c) { int t = o.g; if (c) { o.g = t + 1; } }
     void run() { f = 1; } }
@@ -1219,7 +1221,7 @@ class Main { static void main() {
     S s = new S(); s.v = new Vec(); Vec d = new Vec();
     print(s.len2(d));
     O o = new O(); O p = new O();
-    print(O.some(o, true) + O.reassigns(o, p) + O.down(o, 2) + O.locked(o));
+    print(O.some(o, true) + O.reassigns(o, p) + O.down(o, 2) + O.locked(o) + O.pong(o, 3));
     O.bump(o, true);
     Thread t = fork o.run(); t.join(); } }";
 
@@ -1238,13 +1240,16 @@ fn a_callee_with_no_synchronization_leaves_the_checks_of_its_arguments_to_the_ca
         assert!(main.contains(&c), "{main:?}");
     }
     // Kept where they are: a read on one path only, a parameter assigned, a
-    // recursive function, a synchronized one, a thread's entry (fork, main).
+    // recursive function (also through another), a synchronized one, a thread's
+    // entry (fork, main).
     assert_eq!(checks_of(&p, "O.some"), vec![('R', "f".into())]);
     // (`p.g`, read on every path, is left to `main`.)
     assert_eq!(checks_of(&p, "O.reassigns"), vec![('R', "f".into())]);
     assert!(checks_of(&own, "O.reassigns").contains(&('R', "g".into())));
-    assert_eq!(checks_of(&p, "O.down"), checks_of(&own, "O.down"));
-    assert!(!checks_of(&p, "O.down").is_empty());
+    for f in ["O.down", "O.ping", "O.pong"] {
+        assert_eq!(checks_of(&p, f), checks_of(&own, f), "{f}");
+        assert!(!checks_of(&p, f).is_empty(), "{f}");
+    }
     assert_eq!(checks_of(&p, "O.locked"), vec![('R', "f".into())]);
     assert_eq!(checks_of(&p, "O.run"), vec![('W', "f".into())]);
     // `bump` reads `g` on every path (left to `main`) and writes it on one (its own
