@@ -1183,13 +1183,7 @@ mod tests {
         };
         let run = |addr: &dyn Fn(u64, usize) -> ObjId| {
             let (bf, t, mut l) = fresh();
-            let mut seed = 0x2545_f491_4f6c_dd1du64;
-            let mut next = |n: u64| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed % n
-            };
+            let mut next = xorshift(0x2545_f491_4f6c_dd1d);
             let (mut g, len, mut last) = (0, 32u32, 0u32);
             let mut seen = Vec::new();
             for round in 0..6_000 {
@@ -1235,6 +1229,16 @@ mod tests {
         assert!(a.len() > 1000);
         for (x, y) in a.iter().zip(&b) {
             assert_eq!(x, y);
+        }
+    }
+
+    /// A xorshift generator from `seed`: `next(n)` is below `n`.
+    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
         }
     }
 
@@ -1388,13 +1392,7 @@ mod tests {
         let mut base = 1 << 20;
         let mut arrs = arrays(base);
         let len = 40u32;
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut want: BTreeSet<(u64, bool, u32)> = BTreeSet::new();
         let (mut extended, mut last) = (0, 0);
         for round in 0..20_000 {
