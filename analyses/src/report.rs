@@ -93,7 +93,12 @@ impl Warning {
     /// `by_location`, same kind, analysis and location ⇒ one report.
     fn fold_key(&self, by_location: bool) -> FoldKey {
         if by_location && let Some(loc) = self.loc {
-            return FoldKey::Location(self.kind, self.analysis, loc);
+            let extent = ["range", "group"]
+                .iter()
+                .find_map(|k| self.extra.get(*k))
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            return FoldKey::Location(self.kind, self.analysis, loc, extent);
         }
         let loc = if self.accesses.is_empty() {
             self.message.clone()
@@ -112,7 +117,9 @@ impl Warning {
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum FoldKey {
     Sites(WarningKind, &'static str, Vec<SiteId>, String),
-    Location(WarningKind, &'static str, Loc),
+    /// With the extent a warning names besides its location (`bigfoot`'s element
+    /// range or field group, as JSON), if any.
+    Location(WarningKind, &'static str, Loc, String),
 }
 
 /// A warning as reported, with how many times it was folded.
@@ -128,9 +135,11 @@ pub struct Reported {
 /// occurrence, in arrival order, and counting the others). Two warnings are
 /// duplicates when they have the same kind, analysis and pair of sites, or, for a
 /// reporter made by [`Reporter::by_location`], the same kind, analysis and location
-/// (warnings without a location still fold by sites). Folding by location bounds the
-/// list by the number of locations, whatever the sites: a trace file gives every
-/// event a site of its own.
+/// and the same extent beside it (`bigfoot`'s element range or field group: a race
+/// on elements `1..3` reported after one on element 1 alone names element 2 too, and
+/// its location is element 1 all the same); warnings without a location still fold
+/// by sites. Folding by location bounds the list by the number of locations (and
+/// extents), whatever the sites: a trace file gives every event a site of its own.
 #[derive(Default)]
 pub struct Reporter {
     inner: Mutex<ReporterInner>,
@@ -356,5 +365,27 @@ mod tests {
             .filter_map(|r| r.warning.loc.map(|l| l.slot))
             .collect();
         assert_eq!(slots, [0, 1]);
+    }
+
+    /// A range warning that starts where an earlier, narrower one does is kept by
+    /// location (it names other elements); the same range again folds.
+    #[test]
+    fn folding_by_location_keeps_wider_ranges() {
+        let ranged = |sites: (u32, u32), hi: u32| {
+            let mut w = race(1, sites);
+            w.extra
+                .insert("range".into(), serde_json::json!({"lo": 1, "hi": hi}));
+            w
+        };
+        let by_loc = Reporter::by_location();
+        for w in [ranged((1, 2), 2), ranged((3, 4), 3), ranged((5, 6), 3)] {
+            by_loc.report(w);
+        }
+        let kept: Vec<(u32, u64)> = by_loc
+            .snapshot()
+            .iter()
+            .map(|r| (r.warning.accesses[0].site.0, r.count))
+            .collect();
+        assert_eq!(kept, [(1, 1), (3, 2)]);
     }
 }
