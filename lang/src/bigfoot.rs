@@ -1881,7 +1881,7 @@ fn coalesce_loop(
             insts: Vec::new(),
             term: Terminator::Jump(exit),
         });
-        check_run_if_any(f, from, run, next);
+        check_run_if_any(f, from, &run, next);
         from = next.index();
     }
     // After each field source's load: if the array changed, check the ranges of the
@@ -1932,8 +1932,23 @@ fn coalesce_loop(
     }
 }
 
-/// A run's exit check: `arr[lo..hi:step]` with its kind and site, when `lo != hi`.
-type RunExit = (Local, Local, Local, u32, bool, SiteId);
+/// The checks of runs that share `lo..hi` (see [`place_runs`]), made when `lo != hi`.
+#[derive(Clone)]
+struct RunExit {
+    lo: Local,
+    hi: Local,
+    checks: Vec<RunCheck>,
+}
+
+/// One run's check: `arr[lo + shift..hi + shift:step]` with its kind and site.
+#[derive(Clone, Copy)]
+struct RunCheck {
+    arr: Local,
+    shift: i64,
+    step: u32,
+    write: bool,
+    site: SiteId,
+}
 
 /// The accesses of one block that form a run (see [`place_runs`]).
 struct Run {
@@ -1965,6 +1980,12 @@ struct Run {
 /// restarting sets `ra = a`; checks are of `ra`. The exit edge checks what is left
 /// (the caller, with the returned checks).
 ///
+/// The runs of one block over one induction variable and base whose arrays the loop
+/// does not load move together: the block moves every one of them by `k` when it
+/// runs, so the run of `a[i + c]` is always the run of `i + c0` (the block's first
+/// such key) shifted by `c - c0`. They share one pair of locals and one test, and
+/// a jump checks each of them (SOR's `if (j + 1 != nm1)` block: five runs, one test).
+///
 /// Precise as the ranges are: the loop has no synchronization, so each check follows
 /// the accesses it covers with no acquire between, and a run holds only indexes its
 /// accesses touched (with the kind of the check, or a write: the block's accesses run
@@ -1986,16 +2007,28 @@ fn place_runs(
         tracked: Option<Local>,
         x: Local,
         step: i64,
-        write: bool,
-        site: SiteId,
-        lo: Local,
-        hi: Local,
+        run: RunExit,
     }
     let mut exits = Vec::new();
-    // Split points: after each run's last access; later ones first, so the earlier
-    // positions of a block stay valid.
+    // The runs that share their locals: by block, induction variable and base (none
+    // over an array the loop loads), each with its offset; the first is the group's.
+    let mut groups: BTreeMap<(usize, Local, Option<Local>), Vec<(i64, Local, &Run)>> =
+        BTreeMap::new();
+    let mut alone: Vec<(usize, Local, Local, &Run)> = Vec::new();
+    for (&(b, (arr, iv, base, off)), run) in runs {
+        if run.array_changes {
+            alone.push((b, arr, iv, run));
+        } else {
+            groups
+                .entry((b, iv, base))
+                .or_default()
+                .push((off, arr, run));
+        }
+    }
+    // Split points: after each group's (or run's) last access; later ones first, so
+    // the earlier positions of a block stay valid.
     let mut points: Vec<Point> = Vec::new();
-    for (&(b, (arr, iv, _, _)), run) in runs {
+    let mut add = |f: &mut Function, b: usize, iv: Local, members: &[(i64, Local, &Run)]| {
         let step = ivs[&iv].2;
         let (lo, hi) = (fresh_local(f, iv), fresh_local(f, iv));
         for x in [lo, hi] {
@@ -2004,40 +2037,52 @@ fn place_runs(
                 value: Const::Int(0),
             });
         }
-        let tracked = run.array_changes.then(|| {
-            let ra = fresh_local(f, arr);
+        let (off0, arr0, run0) = members[0];
+        let tracked = run0.array_changes.then(|| {
+            let ra = fresh_local(f, arr0);
             f.blocks[pre].insts.push(Inst::Const {
                 dst: ra,
                 value: Const::Null,
             });
             ra
         });
-        let at = run.pos.iter().map(|p| p.1).max().unwrap_or(0);
+        let at = members
+            .iter()
+            .flat_map(|m| m.2.pos.iter().map(|p| p.1))
+            .max()
+            .unwrap_or(0);
+        let mut checks = Vec::new();
+        for &(off, arr, run) in members {
+            covered.extend(run.pos.iter().copied());
+            stats.loop_covered += run.pos.len();
+            stats.loop_ranges += 1;
+            stats.checks += 2;
+            checks.push(RunCheck {
+                arr: tracked.unwrap_or(arr),
+                shift: off - off0,
+                step: step.unsigned_abs() as u32,
+                write: run.write,
+                site: run.site,
+            });
+        }
+        stats.checks += 2;
+        let run = RunExit { lo, hi, checks };
         points.push(Point {
             b,
             at,
-            arr,
+            arr: arr0,
             tracked,
-            x: run.index,
+            x: run0.index,
             step,
-            write: run.write,
-            site: run.site,
-            lo,
-            hi,
+            run: run.clone(),
         });
-        covered.extend(run.pos.iter().copied());
-        stats.loop_covered += run.pos.len();
-        stats.loop_ranges += 1;
-        stats.checks += 4;
-        let checked = tracked.unwrap_or(arr);
-        exits.push((
-            checked,
-            lo,
-            hi,
-            step.unsigned_abs() as u32,
-            run.write,
-            run.site,
-        ));
+        exits.push(run);
+    };
+    for ((b, iv, _), members) in &groups {
+        add(f, *b, *iv, members);
+    }
+    for (b, arr, iv, run) in alone {
+        add(f, b, iv, &[(0, arr, run)]);
     }
     points.sort_by_key(|p| std::cmp::Reverse((p.b, p.at)));
     for p in points {
@@ -2048,11 +2093,9 @@ fn place_runs(
             tracked,
             x,
             step,
-            write,
-            site,
-            lo,
-            hi,
+            run,
         } = p;
+        let (lo, hi, site) = (run.lo, run.hi, run.checks[0].site);
         let m = step.abs();
         let tail: Vec<Inst> = f.blocks[b].insts.split_off(at + 1);
         let first = f.blocks.len() as u32;
@@ -2125,19 +2168,14 @@ fn place_runs(
         } else {
             Inst::Copy { dst: hi, src: xk }
         }];
-        let checked = match tracked {
-            Some(ra) => {
-                restart_insts.push(Inst::Copy { dst: ra, src: arr });
-                ra
-            }
-            None => arr,
-        };
+        if let Some(ra) = tracked {
+            restart_insts.push(Inst::Copy { dst: ra, src: arr });
+        }
         f.blocks.push(Block {
             insts: restart_insts,
             term: Terminator::Jump(cont),
         });
-        let run = (checked, lo, hi, m as u32, write, site);
-        check_run_if_any(f, gap.index(), run, restart);
+        check_run_if_any(f, gap.index(), &run, restart);
         // Positions after the split moved to the continuation block.
         let moved = |(pb, pi): (usize, usize)| {
             if pb == b && pi > at {
@@ -2172,42 +2210,80 @@ fn branch_at_end(
     )
 }
 
-/// End block `from` with: if the run `lo..hi:step` holds an element, check it; then
-/// go on to `then`.
-fn check_run_if_any(f: &mut Function, from: usize, run: RunExit, then: BlockId) {
-    let (_, lo, hi, _, _, site) = run;
-    let any = fresh_local(f, lo);
+/// End block `from` with: if the runs `lo..hi` hold an element, check each; then go
+/// on to `then`.
+fn check_run_if_any(f: &mut Function, from: usize, run: &RunExit, then: BlockId) {
+    let any = fresh_local(f, run.lo);
     f.locals[any.index()].ty = Type::Boolean;
     let check = BlockId(f.blocks.len() as u32);
     f.blocks[from].insts.push(Inst::Binary {
         dst: any,
         op: BinOp::ICmp(Cmp::Ne),
-        lhs: lo,
-        rhs: hi,
-        site,
+        lhs: run.lo,
+        rhs: run.hi,
+        site: run.checks[0].site,
     });
     branch_at_end(f, from, any, check, then);
-    f.blocks.push(Block {
-        insts: Vec::new(),
-        term: Terminator::Jump(then),
-    });
-    run_check(f, check.index(), run);
+    // One block per check, in order, the last going on to `then`.
+    let n = run.checks.len() as u32;
+    for j in 0..n {
+        let next = if j + 1 < n {
+            BlockId(check.0 + j + 1)
+        } else {
+            then
+        };
+        f.blocks.push(Block {
+            insts: Vec::new(),
+            term: Terminator::Jump(next),
+        });
+    }
+    for (j, c) in run.checks.iter().enumerate() {
+        run_check(f, check.index() + j, (run.lo, run.hi), c);
+    }
 }
 
-/// Make the empty block `b` (ending in a jump) check the non-empty run `lo..hi:step`:
-/// a one-element check of `lo` when it holds one element (a condition met only now
-/// and then, as in `moldyn`'s cutoff test: generated code decides it inline like any
-/// element check), else a range check.
-fn run_check(f: &mut Function, b: usize, (arr, lo, hi, step, write, site): RunExit) {
+/// Make the empty block `b` (ending in a jump) check the non-empty run `lo..hi`
+/// shifted by `c.shift`: a one-element check of its first element when it holds one
+/// (a condition met only now and then, as in `moldyn`'s cutoff test: generated code
+/// decides it inline like any element check), else a range check.
+fn run_check(f: &mut Function, b: usize, (lo, hi): (Local, Local), c: &RunCheck) {
     let Terminator::Jump(next) = f.blocks[b].term else {
         unreachable!("a run's check block ends in a jump");
+    };
+    let RunCheck {
+        arr,
+        shift,
+        step,
+        write,
+        site,
+    } = *c;
+    let mut insts = Vec::new();
+    let (lo, hi) = if shift == 0 {
+        (lo, hi)
+    } else {
+        let d = fresh_local(f, lo);
+        let (l2, h2) = (fresh_local(f, lo), fresh_local(f, lo));
+        insts.push(Inst::Const {
+            dst: d,
+            value: Const::Int(shift),
+        });
+        for (dst, from) in [(l2, lo), (h2, hi)] {
+            insts.push(Inst::Binary {
+                dst,
+                op: BinOp::IAdd,
+                lhs: from,
+                rhs: d,
+                site,
+            });
+        }
+        (l2, h2)
     };
     let (k, l1) = (fresh_local(f, lo), fresh_local(f, lo));
     let one = fresh_local(f, lo);
     f.locals[one.index()].ty = Type::Boolean;
     let first = f.blocks.len() as u32;
     let (elem, range) = (BlockId(first), BlockId(first + 1));
-    f.blocks[b].insts = vec![
+    insts.extend([
         Inst::Const {
             dst: k,
             value: Const::Int(step.into()),
@@ -2226,7 +2302,8 @@ fn run_check(f: &mut Function, b: usize, (arr, lo, hi, step, write, site): RunEx
             rhs: hi,
             site,
         },
-    ];
+    ]);
+    f.blocks[b].insts = insts;
     f.blocks[b].term = Terminator::Branch {
         cond: one,
         then_to: elem,

@@ -349,6 +349,72 @@ class Main {
 }
 
 #[test]
+fn the_runs_of_one_block_share_one_test() {
+    // SOR's conditional update: three runs in one block over `j` (`a[j + 1]`, `b[j]`,
+    // `b[j + 4]`) move together, so they share one pair of locals and one test, and
+    // each is checked, shifted, when the index jumps and on the exit edge.
+    let src = "
+class W {
+    void relax(int[] a, int[] b, int lo, int hi, int n) {
+        for (int j = lo; j < hi; j += 2) {
+            if (j + 1 != n) { a[j + 1] = b[j] + b[j + 4] + a[j + 1]; }
+        }
+    }
+}
+class Main {
+    static void main() {
+        int[] a = new int[48];
+        int[] b = new int[48];
+        W w = new W();
+        Thread t1 = fork w.relax(a, b, 0, 20, 15);
+        Thread t2 = fork w.relax(b, a, 23, 41, 0);
+        t1.join(); t2.join();
+        print(a[1] + b[24]);
+    }
+}";
+    let p = placed(src);
+    let tests = func(&p, "W.relax")
+        .blocks
+        .iter()
+        .flat_map(|b| &b.insts)
+        .filter(|i| {
+            matches!(
+                i,
+                Inst::Binary {
+                    op: lang::ir::BinOp::ICmp(lang::ir::Cmp::Ne),
+                    ..
+                }
+            )
+        })
+        .count();
+    // The source's `j + 1 != n`, the run's jump test, and its two "anything left"
+    // tests (at a jump and on the exit edge); three tests per run if each had its own.
+    assert_eq!(tests, 4);
+    let run = [('W', "elem".into()), ('W', "range".into())];
+    let read = [('R', "elem".into()), ('R', "range".into())];
+    let each: Vec<(char, String)> = [run.clone(), read.clone(), read.clone()].concat();
+    let mut sorted = checks_of(&p, "W.relax");
+    sorted.sort();
+    let mut want = [each.clone(), each].concat();
+    want.sort();
+    assert_eq!(sorted, want);
+    // t1 writes a[1..=19] but a[15] and reads b[0..=22], even; t2 writes b[24..=40],
+    // even, and reads a[23..=43], odd: nothing in common.
+    let prog = compile(src).unwrap_or_else(|e| panic!("{e}"));
+    for (seed, run) in runs_under_6_seeds(&prog) {
+        assert!(run.warnings.is_empty(), "seed {seed}: {:?}", run.warnings);
+    }
+    // From j = 19, t2 writes b[20] and b[22], which t1 reads as b[j + 4] at j = 16
+    // and 18, and reads a[19], which t1 writes as a[j + 1] at j = 18: races through
+    // shifted runs, which the oracles compare with fasttrack's element by element.
+    let racy = src.replace("relax(b, a, 23, 41, 0)", "relax(b, a, 19, 41, 0)");
+    let prog = compile(&racy).unwrap_or_else(|e| panic!("{e}"));
+    for (seed, run) in runs_under_6_seeds(&prog) {
+        assert!(!run.warnings.is_empty(), "seed {seed}");
+    }
+}
+
+#[test]
 fn loops_with_a_later_exit_test_or_counting_down_become_ranges_and_runs() {
     // Insertion sort's inner loop counts down and tests `j >= lo && a[j] > v` in two
     // blocks: the reads of the test run in the iteration that leaves the loop too (a
