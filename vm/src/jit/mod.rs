@@ -385,8 +385,19 @@ fn jerr(e: impl std::fmt::Display) -> JitError {
 /// Compile every function of `image`'s program.
 pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> {
     let prog: &Program = &image.program;
-    let mut jb =
-        JITBuilder::with_flags(&[("opt_level", "speed")], default_libcall_names()).map_err(jerr)?;
+    // Cranelift's IR verifier runs in debug builds (every test) and not in release
+    // ones, where it took a fifth of the compile time, which a run pays before the
+    // program starts.
+    let verify = if cfg!(debug_assertions) {
+        "true"
+    } else {
+        "false"
+    };
+    let mut jb = JITBuilder::with_flags(
+        &[("opt_level", "speed"), ("enable_verifier", verify)],
+        default_libcall_names(),
+    )
+    .map_err(jerr)?;
     for rt in Rt::ALL {
         jb.symbol(rt.sig().0, rt.addr());
     }
@@ -434,12 +445,14 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         }
     }
     let mut tables = translate::Tables::default();
-    let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
-    let mut sizes = vec![0usize; prog.funcs.len()];
     let in_capsule_calls = translate::in_capsule_calls(prog, |c| options.is_capsule(c));
+    // Translate every function (and thread entry's trampoline) here, compile them
+    // on every core (`compile_all`), then define them in the module in order.
+    let mut jobs: Vec<Job> = Vec::with_capacity(prog.funcs.len() + entries.len());
     for (i, f) in prog.funcs.iter().enumerate() {
-        ctx.func.signature = translate::signature(&module, f);
+        let mut func = cranelift::codegen::ir::Function::new();
+        func.signature = translate::signature(&module, f);
         let env = translate::Env {
             prog,
             image,
@@ -452,20 +465,44 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
             env,
             &mut module,
             &mut tables,
-            &mut ctx.func,
+            &mut func,
             &mut fctx,
             FuncId(i as u32),
         );
-        module
-            .define_function(fn_ids[i], &mut ctx)
-            .map_err(|e| JitError(format!("{}: {e:?}", prog.func_name(FuncId(i as u32)))))?;
-        sizes[i] = ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
-        module.clear_context(&mut ctx);
+        jobs.push(Job {
+            id: fn_ids[i],
+            func,
+            of: Some(i),
+        });
         if let Some(t) = tramp_ids[i] {
-            translate::trampoline(&mut module, &mut ctx.func, &mut fctx, f, fn_ids[i]);
-            module.define_function(t, &mut ctx).map_err(jerr)?;
-            module.clear_context(&mut ctx);
+            let mut func = cranelift::codegen::ir::Function::new();
+            translate::trampoline(&mut module, &mut func, &mut fctx, f, fn_ids[i]);
+            jobs.push(Job {
+                id: t,
+                func,
+                of: None,
+            });
         }
+    }
+    let mut sizes = vec![0usize; prog.funcs.len()];
+    let ids: Vec<(cranelift_module::FuncId, Option<usize>)> =
+        jobs.iter().map(|j| (j.id, j.of)).collect();
+    let times = std::env::var_os("CAPVM_JIT_TIMES").map(|_| std::time::Instant::now());
+    let compiled = compile_all(module.isa(), jobs);
+    if let Some(start) = times {
+        print_jit_times(prog, &ids, &compiled, start.elapsed());
+    }
+    for (&(id, of), code) in ids.iter().zip(compiled) {
+        let code = code.map_err(|e| match of {
+            Some(i) => JitError(format!("{}: {e}", prog.func_name(FuncId(i as u32)))),
+            None => JitError(e),
+        })?;
+        if let Some(i) = of {
+            sizes[i] = code.bytes.len();
+        }
+        module
+            .define_function_bytes(id, code.align, &code.bytes, &code.relocs)
+            .map_err(jerr)?;
     }
     module.finalize_definitions().map_err(jerr)?;
     let funcs = fn_ids
@@ -495,6 +532,135 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         abort: AtomicBool::new(false),
         options,
     })
+}
+
+/// One function to compile: its id in the module, its IR, and the program's
+/// function it is (none: a thread entry's trampoline).
+struct Job {
+    id: cranelift_module::FuncId,
+    func: cranelift::codegen::ir::Function,
+    of: Option<usize>,
+}
+
+/// A compiled function, ready for `Module::define_function_bytes`.
+struct Compiled {
+    align: u64,
+    bytes: Vec<u8>,
+    relocs: Vec<cranelift_module::ModuleReloc>,
+    /// How long Cranelift took (`CAPVM_JIT_TIMES`).
+    took: std::time::Duration,
+}
+
+/// Below this many IR instructions in all, one thread compiles everything (threads
+/// cost more than they save on small programs: the tests and the fuzzers').
+const PARALLEL_INSTS: usize = 2_000;
+
+/// Compile `jobs` on up to every core (a large program's compile time is paid
+/// before it starts: moldyn's 120 ms under `bigfoot`, most of it in one function),
+/// largest first; the results in the order of `jobs`.
+fn compile_all(
+    isa: &dyn cranelift::codegen::isa::TargetIsa,
+    jobs: Vec<Job>,
+) -> Vec<Result<Compiled, String>> {
+    use std::sync::atomic::AtomicUsize;
+    let size = |j: &Job| j.func.dfg.num_insts();
+    let total: usize = jobs.iter().map(size).sum();
+    let workers = if total < PARALLEL_INSTS {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(jobs.len())
+    };
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&k| std::cmp::Reverse(size(&jobs[k])));
+    let n = jobs.len();
+    // Each job is taken once, by the worker that draws its turn.
+    let jobs: Vec<Mutex<Option<Job>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        while let Some(&k) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let job = jobs[k].lock().take().expect("each job is drawn once");
+            done.push((k, compile_one(isa, job)));
+        }
+        done
+    };
+    let mut results: Vec<Option<Result<Compiled, String>>> = (0..n).map(|_| None).collect();
+    std::thread::scope(|s| {
+        let others: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+        let mut all = work();
+        for h in others {
+            // A panic in Cranelift is a VM bug: let it reach the caller as one.
+            all.extend(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        for (k, r) in all {
+            results[k] = Some(r);
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.expect("every job compiled"))
+        .collect()
+}
+
+/// What `JITModule::define_function` does before it stores the code.
+fn compile_one(isa: &dyn cranelift::codegen::isa::TargetIsa, job: Job) -> Result<Compiled, String> {
+    let start = std::time::Instant::now();
+    let mut ctx = cranelift::codegen::Context::for_function(job.func);
+    let mut plane = cranelift::codegen::control::ControlPlane::default();
+    let align = ctx
+        .compile(isa, &mut plane)
+        .map_err(|e| format!("{:?}", e.inner))?
+        .buffer
+        .alignment as u64;
+    let code = ctx.compiled_code().expect("compiled");
+    let relocs = code
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, job.id))
+        .collect();
+    Ok(Compiled {
+        align,
+        bytes: code.code_buffer().to_vec(),
+        relocs,
+        took: start.elapsed(),
+    })
+}
+
+/// Profiling aid (`CAPVM_JIT_TIMES` set): on stderr, the compile's wall time, and
+/// the functions that took longest, with their machine code's size.
+fn print_jit_times(
+    prog: &Program,
+    ids: &[(cranelift_module::FuncId, Option<usize>)],
+    compiled: &[Result<Compiled, String>],
+    wall: std::time::Duration,
+) {
+    let mut each: Vec<(std::time::Duration, usize, String)> = ids
+        .iter()
+        .zip(compiled)
+        .filter_map(|((_, of), c)| {
+            let c = c.as_ref().ok()?;
+            let name = of.map_or_else(
+                || "(entry)".to_string(),
+                |i| prog.func_name(FuncId(i as u32)),
+            );
+            Some((c.took, c.bytes.len(), name))
+        })
+        .collect();
+    let cpu: std::time::Duration = each.iter().map(|e| e.0).sum();
+    let bytes: usize = each.iter().map(|e| e.1).sum();
+    eprintln!(
+        "jit: {} functions, {bytes} bytes, compiled in {:.1} ms ({:.1} ms of threads)",
+        each.len(),
+        wall.as_secs_f64() * 1e3,
+        cpu.as_secs_f64() * 1e3
+    );
+    each.sort_by_key(|e| std::cmp::Reverse(e.0));
+    for (took, n, name) in each.iter().take(8) {
+        eprintln!("  {:8.2} ms {n:8} bytes  {name}", took.as_secs_f64() * 1e3);
+    }
 }
 
 /// Profiling aid (`CAPVM_PERF_MAP` set): `/tmp/perf-PID.map`, the symbol map `perf
