@@ -372,6 +372,36 @@ impl ArrayShadow {
                 });
             }
         }
+        // One range of step 1 over intervals (LU's columns, `[k + 1, n)` at each
+        // step; most footprints of one array): its cells in order, as below without
+        // the map of kinds.
+        if let ([r], 1, None) = (ranges, k, &origin)
+            && r.step == 1
+        {
+            let m = &mut maps[0];
+            let (mut first, mut last) = (None, 0);
+            let mut at = m.range_mut(r.lo..r.hi).peekable();
+            while let Some((&s, cell)) = at.next() {
+                let end = match at.peek() {
+                    Some((n, _)) => **n,
+                    None => r.hi,
+                };
+                first.get_or_insert(s);
+                last = s;
+                let t = Touched {
+                    lo: s,
+                    hi: end,
+                    step: 1,
+                    write: r.write,
+                    range: 0,
+                };
+                check(t, cell);
+            }
+            if let Some(first) = first {
+                merge_equal(m, first, last);
+            }
+            return true;
+        }
         // Touched cells, by (class, first q): written if any range touching it writes.
         let mut kinds: BTreeMap<(u32, u32), (bool, usize)> = BTreeMap::new();
         for (j, r) in ranges.iter().enumerate() {
@@ -620,7 +650,7 @@ fn mark(kinds: &mut BTreeMap<(u32, u32), (bool, usize)>, c: (u32, u32), write: b
 fn merge_equal(m: &mut BTreeMap<u32, Cell>, lo: u32, hi: u32) {
     let from = m.range(..lo).next_back().map_or(lo, |(s, _)| *s);
     let to = m.range(hi + 1..).next().map_or(hi, |(s, _)| *s);
-    let mut equal = Vec::new();
+    let mut equal: SmallVec<[u32; 8]> = SmallVec::new();
     let mut prev: Option<&Cell> = None;
     for (s, c) in m.range(from..=to) {
         if prev == Some(c) {
