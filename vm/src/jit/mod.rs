@@ -588,7 +588,18 @@ fn compile_all(
     };
     let mut results: Vec<Option<Result<Compiled, String>>> = (0..n).map(|_| None).collect();
     std::thread::scope(|s| {
-        let others: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+        // A worker the system cannot start (a thread or memory limit) is one fewer:
+        // the calling thread compiles whatever the others do not draw. (A worker's
+        // stack is the main thread's usual 8 MiB, reserved, not committed.)
+        let others: Vec<_> = (1..workers)
+            .map_while(|_| {
+                std::thread::Builder::new()
+                    .name("jit".into())
+                    .stack_size(8 << 20)
+                    .spawn_scoped(s, work)
+                    .ok()
+            })
+            .collect();
         let mut all = work();
         for h in others {
             // A panic in Cranelift is a VM bug: let it reach the caller as one.
