@@ -386,7 +386,7 @@ fn jerr(e: impl std::fmt::Display) -> JitError {
 pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> {
     let prog: &Program = &image.program;
     // Cranelift's IR verifier runs in debug builds (every test) and not in release
-    // ones, where it took a fifth of the compile time, which a run pays before the
+    // ones, where it took about a quarter of the compile time, which a run pays before the
     // program starts.
     let verify = if cfg!(debug_assertions) {
         "true"
