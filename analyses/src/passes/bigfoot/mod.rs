@@ -1183,7 +1183,7 @@ mod tests {
         };
         let run = |addr: &dyn Fn(u64, usize) -> ObjId| {
             let (bf, t, mut l) = fresh();
-            let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+            let mut next = below(0x2545_f491_4f6c_dd1d);
             let (mut g, len, mut last) = (0, 32u32, 0u32);
             let mut seen = Vec::new();
             for round in 0..6_000 {
@@ -1232,14 +1232,9 @@ mod tests {
         }
     }
 
-    /// A xorshift generator from `seed`: `next(n)` is below `n`.
-    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
-        move |n| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        }
+    /// The crate's xorshift from `seed` as a generator: `next(n)` is below `n`.
+    fn below(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| crate::xorshift(&mut seed) % n
     }
 
     /// An access `op` of thread 0 at the default site and context.
@@ -1392,7 +1387,7 @@ mod tests {
         let mut base = 1 << 20;
         let mut arrs = arrays(base);
         let len = 40u32;
-        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = below(0x9e37_79b9_7f4a_7c15);
         let mut want: BTreeSet<(u64, bool, u32)> = BTreeSet::new();
         let (mut extended, mut last) = (0, 0);
         for round in 0..20_000 {
