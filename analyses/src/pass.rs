@@ -434,6 +434,24 @@ pub enum InlineCheck {
     /// [`bigfoot_cover_check`] reads them, not inline code; it extends the covered
     /// range of the kind together with the array's own, and a check that the
     /// array's own covered range decides makes it the covered range of the kind.
+    ///
+    /// And at [`BIGFOOT_MEMO_OFF`], the thread's *read memos*, [`BIGFOOT_MEMO_SLOTS`]
+    /// entries of [`BIGFOOT_MEMO_WORDS`] words per fine array (direct-mapped:
+    /// [`bigfoot_memo_slot`]`(a)`): `[a, g, bits, _]`, where `g` is the footprint's
+    /// generation and `bits` the address of one bit per element of `a` (`u64` words,
+    /// element `i` at bit `i % 64` of word `i / 64`). An entry of the current
+    /// generation says that each element whose bit is set had a read check of this
+    /// thread since its last synchronization. Another read check of such an element
+    /// is decided by FastTrack's same-epoch rules on its cell, whatever other threads
+    /// did meanwhile (see `ReadMemo` in `passes::bigfoot`), so generated code may count
+    /// it as one (`INLINE_FAST`) without reading the cell: one bit of the memo stands
+    /// for the 16 bytes of the cell, and a random walk over a read-only vector (a
+    /// sparse product's `x[col[i]]`) stays in the first-level cache. The pass takes
+    /// up an entry (zeroes its bits, sets `a` and `g`) when an element read check of
+    /// a fine array of at most [`BIGFOOT_MEMO_MAX_LEN`] elements reaches it and sets
+    /// the element's bit; generated code sets the bit of each read check it decides
+    /// on an array whose entry is current; the fourth word is unused.
+    /// Only the thread reads or writes its memos.
     FieldChecks {
         /// The address of the top level (`2^TOP_BITS` pointers).
         top: u64,
@@ -458,9 +476,25 @@ pub const BIGFOOT_SITE_WORDS: usize = 4;
 pub const BIGFOOT_ARRAY_COVER_OFF: usize =
     BIGFOOT_SITES_OFF + 8 * BIGFOOT_SITE_SLOTS * BIGFOOT_SITE_WORDS;
 pub const BIGFOOT_ARRAY_COVER_SLOTS: usize = 4096;
+/// Byte offset of the read memos ([`InlineCheck::FieldChecks`]), their number and
+/// words.
+pub const BIGFOOT_MEMO_OFF: usize =
+    BIGFOOT_ARRAY_COVER_OFF + 8 * 2 * BIGFOOT_ARRAY_COVER_SLOTS * BIGFOOT_COVER_WORDS / 2;
+pub const BIGFOOT_MEMO_SLOTS: usize = 64;
+pub const BIGFOOT_MEMO_WORDS: usize = 4;
+/// Arrays longer than this have no read memo ([`InlineCheck::FieldChecks`]): a memo
+/// is cleared whenever it is taken up in a new generation, so its size bounds that
+/// cost (2^17 elements: 16 KiB of bits).
+pub const BIGFOOT_MEMO_MAX_LEN: u32 = 1 << 17;
 /// Words of a thread's whole table ([`InlineCheck::FieldChecks`]).
 pub const BIGFOOT_TABLE_WORDS: usize =
-    BIGFOOT_ARRAY_COVER_OFF / 8 + 2 * BIGFOOT_ARRAY_COVER_SLOTS * BIGFOOT_COVER_WORDS / 2;
+    BIGFOOT_MEMO_OFF / 8 + BIGFOOT_MEMO_SLOTS * BIGFOOT_MEMO_WORDS;
+
+/// The slot of array `a` among a thread's read memos ([`InlineCheck::FieldChecks`]).
+#[inline]
+pub const fn bigfoot_memo_slot(a: u64) -> usize {
+    ((a >> 3) ^ (a >> 15)) as usize & (BIGFOOT_MEMO_SLOTS - 1)
+}
 
 /// The word index in a thread's table of the per-array covered range of kind `write`
 /// that may hold ranges of array `a` ([`InlineCheck::FieldChecks`]).

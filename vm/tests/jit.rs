@@ -473,6 +473,8 @@ struct InlineRun {
     paired_inline: u64,
     /// BigFoot element checks dropped inline as covered by the footprint.
     covered_inline: u64,
+    /// BigFoot element read checks decided inline by a read memo.
+    memo_inline: u64,
     /// The racy locations (object serial and slot or index) of the race warnings.
     racy: std::collections::BTreeSet<(u64, u64)>,
 }
@@ -691,6 +693,7 @@ fn run_jit_parts_sched(
         covered_inline: code
             .inline_covered
             .load(std::sync::atomic::Ordering::Relaxed),
+        memo_inline: code.inline_memo.load(std::sync::atomic::Ordering::Relaxed),
         check_dropped_inline: code
             .inline_check_dropped
             .load(std::sync::atomic::Ordering::Relaxed),
@@ -1533,6 +1536,75 @@ class Main {
     );
 }
 
+/// Two readers walk a fine array in a scattered order, each element twice a round,
+/// for four rounds with a commit after each, while the main thread writes one
+/// element: the element read checks that the readers' read memos decide (after a
+/// call took a memo up) give the interpreter's warnings and
+/// statistics, and those of the JIT without inline checks, and a race is reported
+/// exactly when the written element is one the readers read. A memo that said yes
+/// for an element not read in its generation would skip a read's first check.
+#[test]
+fn read_memos_decide_repeated_element_reads_and_keep_every_race() {
+    let src = r#"
+class Reader {
+    int[] x;
+    int[] idx;
+    int s;
+    Reader(int[] x, int[] idx) { this.x = x; this.idx = idx; }
+    void run() {
+        int t = 0;
+        for (int r = 0; r < 4; r++) {
+            for (int j = 0; j < idx.length; j++) { t = t + x[idx[j]]; }
+            // A commit: from the second round on, the reader knows the shadow is
+            // fine and checks elements on their cells, in a new generation.
+            synchronized (this) { s = t; }
+        }
+    }
+}
+class Main {
+    static void main() {
+        int[] x = new int[64];
+        // Scattered writes: the commit before the forks makes the shadow fine.
+        for (int j = 0; j < 64; j++) { x[(j * 21) % 64] = j; }
+        // 48 scattered elements, each twice in a round.
+        int[] idx = new int[96];
+        for (int j = 0; j < 96; j++) { idx[j] = ((j % 48) * 37 + 5) % 64; }
+        Reader r = new Reader(x, idx);
+        Reader q = new Reader(x, idx);
+        Thread t = fork r.run();
+        Thread u = fork q.run();
+        x[AT] = 7;
+        t.join();
+        u.join();
+        print(r.s + q.s);
+    }
+}
+"#;
+    let read: std::collections::BTreeSet<u32> = (0..48).map(|j| (j * 37 + 5) % 64).collect();
+    let mut failures = Vec::new();
+    let mut memo = 0;
+    for at in [5, 42, 0, 1, 63] {
+        let prog = compile_src("memo.cj", &src.replace("AT", &at.to_string())).expect("ok");
+        for tools in ["bigfoot", "escape:capsule:bigfoot"] {
+            for seed in 1..=3 {
+                let a = run_interp_seeded(&prog, tools, seed);
+                let b = run_jit_parts(&prog, tools, seed);
+                let c = run_jit_parts_with(&prog, tools, seed, false);
+                memo += b.memo_inline;
+                let name = format!("x[{at}] {tools} seeded:{seed}");
+                failures.extend(mismatch(&name, &a, "jit", &b));
+                failures.extend(mismatch(&name, &a, "jit without inline checks", &c));
+                let races = b.warnings.iter().any(|w| w.contains("race"));
+                if races != read.contains(&at) {
+                    failures.push(format!("{name}: race reported: {races}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(memo > 0, "no element read was decided by a read memo");
+}
+
 /// Two workers run `BODY` for their halves `i` of 40 outer iterations over a shared
 /// `key` array of `LEN` elements (and write `out[i]`); the main thread writes
 /// `key[k]` while they run (`Some(k)`) or before it forks them (`None`, at
@@ -2054,9 +2126,12 @@ fn inline_tests_without_counters_keep_every_warning() {
     let programs: Vec<(PathBuf, SchedKind)> = programs.collect();
     for tools in [
         "fasttrack",
+        "escape:fasttrack",
+        "capsule:fasttrack",
         "escape:capsule:fasttrack",
         "escape:capsule:singletrack:fasttrack",
         "bigfoot",
+        "escape:bigfoot",
         "escape:capsule:bigfoot",
     ] {
         for (p, sched) in &programs {

@@ -121,6 +121,9 @@ pub struct JitThread {
     pub seeded: bool,
     frames_buf: Vec<u64>,
     inline_buf: Vec<u64>,
+    /// The read checks of `INLINE_MEMO` that [`JitThread::take_inline_checks`]
+    /// counted as same-epoch reads since [`JitThread::take_memo_reads`].
+    memo_reads: u64,
 }
 
 pub const OFF_FAILED: i32 = offset_of!(JitThread, failed) as i32;
@@ -171,7 +174,7 @@ pub const OFF_PAST_FILTERS: i32 = offset_of!(JitThread, past_filters) as i32;
 /// in `INLINE_FAST` and read-shared-same-epoch in `INLINE_FAST_SHARED`; a write site
 /// write-same-epoch in `INLINE_FAST`), and the accesses the second header filter
 /// dropped ([`inline_count`]).
-pub const INLINE_WORDS: usize = 8;
+pub const INLINE_WORDS: usize = 9;
 pub const INLINE_COUNT: usize = 0;
 pub const INLINE_OBJ: usize = 1;
 pub const INLINE_FAST: usize = 2;
@@ -185,6 +188,10 @@ pub const INLINE_PAST: usize = 6;
 /// BigFoot's element checks dropped because the thread's footprint covers them
 /// (`analyses::pass::InlineCheck::FieldChecks`, covered ranges).
 pub const INLINE_COVERED: usize = 7;
+/// BigFoot's element read checks decided by the thread's read memo of the array
+/// (`analyses::pass::InlineCheck::FieldChecks`): same-epoch reads, as the cell
+/// would have said, counted apart only to show that the memo decides.
+pub const INLINE_MEMO: usize = 8;
 
 /// The part of an entry counting the accesses header filter `filter` dropped
 /// (`JitOptions::inline_filters`; at most `analyses::Chain::MAX_INLINE_FILTERS`).
@@ -252,6 +259,7 @@ impl JitThread {
             hook,
             frames_buf,
             inline_buf,
+            memo_reads: 0,
         }
     }
 
@@ -337,6 +345,9 @@ impl JitThread {
             let shared = std::mem::take(&mut w[INLINE_FAST_SHARED]);
             let excl = std::mem::take(&mut w[INLINE_EXCL]);
             let covered = std::mem::take(&mut w[INLINE_COVERED]);
+            let memo = std::mem::take(&mut w[INLINE_MEMO]);
+            self.memo_reads += memo;
+            let fast = fast + memo;
             if fast + shared + excl + covered == 0 {
                 continue;
             }
@@ -369,6 +380,12 @@ impl JitThread {
             }
         }
         by_site.into_values().collect()
+    }
+
+    /// The element read checks the read memos decided, of those that
+    /// [`JitThread::take_inline_checks`] took so far; reset.
+    pub fn take_memo_reads(&mut self) -> u64 {
+        std::mem::take(&mut self.memo_reads)
     }
 
     /// Push the entry frame of the thread (`site` = fork site or `main`'s declaration).

@@ -351,6 +351,9 @@ pub struct JitCode {
     /// Of those, BigFoot's element checks dropped inline as covered by the
     /// thread's footprint (`analyses::pass::InlineCheck::FieldChecks`).
     pub inline_covered: AtomicU64,
+    /// Of the checks decided inline, BigFoot's element reads its read memos decided
+    /// (`abi::INLINE_MEMO`).
+    pub inline_memo: AtomicU64,
     /// BigFoot checks a pass in front of the detector dropped inline in all threads
     /// that have ended (`InlineDetector::check_masks`; diagnostics, tests).
     pub inline_check_dropped: AtomicU64,
@@ -528,6 +531,7 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         inline_exclusive: AtomicU64::new(0),
         inline_paired: AtomicU64::new(0),
         inline_covered: AtomicU64::new(0),
+        inline_memo: AtomicU64::new(0),
         inline_check_dropped: AtomicU64::new(0),
         abort: AtomicBool::new(false),
         options,
@@ -750,6 +754,8 @@ fn run_entry(t: &mut JitThread, func: FuncId, args: &[u64], site: SiteId) {
         .map(|c| c.reads_covered + c.writes_covered)
         .sum();
     t.code.inline_covered.fetch_add(covered, Ordering::Relaxed);
+    let memo = t.take_memo_reads();
+    t.code.inline_memo.fetch_add(memo, Ordering::Relaxed);
     t.hook.add_inline_checks(&checks);
     // The accesses delivered past the inline filters: those filters saw and forwarded
     // them, accounted like the inline checks' share of the filters.

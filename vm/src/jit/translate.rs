@@ -29,11 +29,11 @@ use crate::interp::block_site;
 use crate::layout;
 
 use super::abi::{
-    INLINE_COVERED, INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_OBJ, INLINE_PAST,
-    INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS, OFF_CAPSULE_WORD, OFF_CTX_DEPTH, OFF_CTX_SID,
-    OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE, OFF_FRAMES, OFF_FRAMES_LOW,
-    OFF_GUARD, OFF_INLINE_DROPS, OFF_LAZY_FRAMES, OFF_LAZY_GATE, OFF_MAX_DEPTH, OFF_MAX_STEPS,
-    OFF_NESTED_WORD, OFF_PAST_FILTERS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
+    INLINE_COVERED, INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_MEMO, INLINE_OBJ,
+    INLINE_PAST, INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS, OFF_CAPSULE_WORD, OFF_CTX_DEPTH,
+    OFF_CTX_SID, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE, OFF_FRAMES,
+    OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_LAZY_FRAMES, OFF_LAZY_GATE, OFF_MAX_DEPTH,
+    OFF_MAX_STEPS, OFF_NESTED_WORD, OFF_PAST_FILTERS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -841,6 +841,14 @@ impl<'a, 'b> Translator<'a, 'b> {
             && self.opts().accesses_end_at_filters
             && passed > 0
             && passed == n_filters;
+        // Where no capsule call can be running, an access that ends at the filters
+        // ends there whatever their tests find (a drop or a forward is no pass's
+        // state), so a run that keeps no statistics tests nothing.
+        let calls_inside = self.opts().inline_filters.iter().any(|f| f.capsule_calls)
+            && self.may_run_in_capsule_call();
+        if end_at_filters && !self.opts().count_inline && !calls_inside {
+            return;
+        }
         // (A static has no test of its own: nothing inline without a check or an end.)
         if check.is_none() && (passed == 0 || (static_past && !end_at_filters)) {
             self.call_rt(rt, args);
@@ -2805,10 +2813,30 @@ impl<'a, 'b> Translator<'a, 'b> {
         if c.guard.is_some() {
             self.same_epoch_check(c, (a, i), Some(a), write, site, entry, call, cont);
         } else {
+            // A read first asks the array's read memo; the cell's tests then go on to
+            // `done`, which marks the element in it.
+            let (done, mark) = if write {
+                (cont, None)
+            } else {
+                let (done, at) = self.read_memo(a, i, entry, cont);
+                (done, Some(at))
+            };
             // A miss of the cell's tests first tries the thread's covered range of
             // the check's kind.
             let cover = self.b.create_block();
-            self.same_epoch_check(c, (a, i), Some(a), write, site, entry, cover, cont);
+            self.same_epoch_check(c, (a, i), Some(a), write, site, entry, cover, done);
+            if let Some((word, bit)) = mark {
+                // (No bit where no memo is current: nothing to store.)
+                self.b.switch_to_block(done);
+                let set = self.b.create_block();
+                self.b.ins().brif(bit, set, &[], cont, &[]);
+                self.b.switch_to_block(set);
+                let m = MemFlagsData::trusted();
+                let w = self.b.ins().load(I64, m, word, 0);
+                let w = self.b.ins().bor(w, bit);
+                self.b.ins().store(m, w, word, 0);
+                self.b.ins().jump(cont, &[]);
+            }
             self.b.set_cold_block(call);
             self.b.switch_to_block(cover);
             let (covered, other) = (self.b.create_block(), self.b.create_block());
@@ -2827,6 +2855,78 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.call_rt(Rt::Check, &[k, a, i, z, z, s]);
         self.b.ins().jump(cont, &[]);
         self.b.switch_to_block(cont);
+    }
+
+    /// The test of the thread's read memo of array `a` for the element read check of
+    /// `a[i]` (`i` inside the array; `analyses::pass::InlineCheck::FieldChecks`):
+    /// where the memo is of the footprint's generation and holds the element, the
+    /// check counts as decided by the same-epoch rule (`INLINE_MEMO`) and goes on to
+    /// `cont`. Otherwise it leaves the builder where the cell's tests come next, and
+    /// returns the block they go on to where they decide the check, with the memo
+    /// word and bit that block must set: the element's, or where the memo is not
+    /// current none (both 0).
+    fn read_memo(
+        &mut self,
+        a: Value,
+        i: Value,
+        entry: usize,
+        cont: ir::Block,
+    ) -> (ir::Block, (Value, Value)) {
+        use analyses::pass::{
+            BIGFOOT_MEMO_OFF, BIGFOOT_MEMO_SLOTS, BIGFOOT_MEMO_WORDS, BIGFOOT_SITE_GEN_OFF,
+        };
+        let m = MemFlagsData::trusted();
+        let table = self.thread_field(OFF_FINE);
+        // `bigfoot_memo_slot(a)`.
+        let x = self.b.ins().ushr_imm_u(a, 3);
+        let y = self.b.ins().ushr_imm_u(a, 15);
+        let h = self.b.ins().bxor(x, y);
+        let slot = self.b.ins().band_imm_s(h, (BIGFOOT_MEMO_SLOTS - 1) as i64);
+        let off = self
+            .b
+            .ins()
+            .imul_imm_s(slot, (8 * BIGFOOT_MEMO_WORDS) as i64);
+        let base = self.b.ins().iadd(table, off);
+        let at = BIGFOOT_MEMO_OFF as i32;
+        let arr = self.b.ins().load(I64, m, base, at);
+        let gen_ = self.b.ins().load(I64, m, base, at + 8);
+        let now = self
+            .b
+            .ins()
+            .load(I64, m, table, BIGFOOT_SITE_GEN_OFF as i32);
+        let same_arr = self.b.ins().icmp(IntCC::Equal, arr, a);
+        let same_gen = self.b.ins().icmp(IntCC::Equal, gen_, now);
+        let current = self.b.ins().band(same_arr, same_gen);
+        let (memo, none, cells) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let word = self.b.append_block_param(cells, I64);
+        let bit = self.b.append_block_param(cells, I64);
+        self.b.ins().brif(current, memo, &[], none, &[]);
+        self.b.switch_to_block(memo);
+        let bits = self.b.ins().load(I64, m, base, at + 16);
+        let wi = self.b.ins().ushr_imm_u(i, 6);
+        let woff = self.b.ins().ishl_imm_u(wi, 3);
+        let w_at = self.b.ins().iadd(bits, woff);
+        let w = self.b.ins().load(I64, m, w_at, 0);
+        let one = self.iconst(1);
+        let k = self.b.ins().band_imm_s(i, 63);
+        let b = self.b.ins().ishl(one, k);
+        let held = self.b.ins().band(w, b);
+        let hit = self.b.create_block();
+        self.b
+            .ins()
+            .brif(held, hit, &[], cells, &[w_at.into(), b.into()]);
+        self.b.switch_to_block(hit);
+        self.count_inline(entry, INLINE_MEMO, a);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(none);
+        let zero = self.iconst(0);
+        self.b.ins().jump(cells, &[zero.into(), zero.into()]);
+        self.b.switch_to_block(cells);
+        (self.b.create_block(), (word, bit))
     }
 
     /// `analyses::pass::bigfoot_covered` for the check of kind `write` at `site` of

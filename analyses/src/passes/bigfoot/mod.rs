@@ -182,6 +182,9 @@ struct FineCache {
     own_at: Box<[u32]>,
     /// The per-array covered ranges given since the last commit (word indexes).
     own: Vec<usize>,
+    /// The bits of the read memos, by slot (the table's entries point into them;
+    /// see [`crate::pass::InlineCheck::FieldChecks`]).
+    memo: Vec<Box<[AtomicU64]>>,
 }
 
 const FINE_CACHE: usize = crate::pass::BIGFOOT_FINE_SLOTS;
@@ -189,6 +192,9 @@ const COVER: usize = crate::pass::BIGFOOT_COVER_OFF / 8;
 const GEN: usize = crate::pass::BIGFOOT_SITE_GEN_OFF / 8;
 const SITES: usize = crate::pass::BIGFOOT_SITES_OFF / 8;
 const OWN: usize = crate::pass::BIGFOOT_ARRAY_COVER_OFF / 8;
+const MEMO: usize = crate::pass::BIGFOOT_MEMO_OFF / 8;
+// A wrapped generation clears the memos with the sites' entries.
+const _: () = assert!(MEMO > SITES && crate::pass::BIGFOOT_MEMO_WORDS == 4);
 const _: () = assert!(COVER == FINE_CACHE && crate::pass::BIGFOOT_COVER_WORDS == 8);
 const _: () = assert!(crate::pass::BIGFOOT_SITE_WORDS == 4 && GEN < SITES);
 
@@ -204,6 +210,9 @@ impl Default for FineCache {
             generation: 1,
             own_at: vec![0; 2 * crate::pass::BIGFOOT_ARRAY_COVER_SLOTS].into_boxed_slice(),
             own: Vec::new(),
+            memo: (0..crate::pass::BIGFOOT_MEMO_SLOTS)
+                .map(|_| Box::default())
+                .collect(),
         }
     }
 }
@@ -293,6 +302,44 @@ impl FineCache {
     ) -> bool {
         let r = (i64::from(lo), i64::from(hi), u64::from(step));
         crate::pass::bigfoot_cover_check(&self.arrays, arr.0, r, site, write)
+    }
+    /// Element `e` of the fine array `arr` of `len` elements had a read check of
+    /// this thread: its bit in the array's read memo, which is taken up first if it
+    /// is not of this generation (its bits zeroed). Arrays longer than
+    /// [`crate::pass::BIGFOOT_MEMO_MAX_LEN`] have none. Only speed depends on it:
+    /// generated code reads the memos, the pass does not.
+    fn memo_read(&mut self, arr: ObjId, e: u32, len: u32) {
+        if len > crate::pass::BIGFOOT_MEMO_MAX_LEN || e >= len {
+            return;
+        }
+        let slot = crate::pass::bigfoot_memo_slot(arr.0);
+        let at = MEMO + slot * crate::pass::BIGFOOT_MEMO_WORDS;
+        let bits = &mut self.memo[slot];
+        let current = self.arrays[at].load(Relaxed) == arr.0
+            && self.arrays[at + 1].load(Relaxed) == self.generation;
+        if !current {
+            let words = (len as usize).div_ceil(64);
+            if bits.len() < words {
+                *bits = (0..words).map(|_| AtomicU64::new(0)).collect();
+            } else {
+                for w in &bits[..words] {
+                    w.store(0, Relaxed);
+                }
+            }
+            self.arrays[at].store(arr.0, Relaxed);
+            self.arrays[at + 1].store(self.generation, Relaxed);
+            self.arrays[at + 2].store(bits.as_ptr() as u64, Relaxed);
+        }
+        bits[e as usize / 64].fetch_or(1 << (e % 64), Relaxed);
+    }
+    /// Whether element `e` of `arr` is in this generation's read memo.
+    #[cfg(test)]
+    fn memo_holds(&self, arr: ObjId, e: u32) -> bool {
+        let at = MEMO + crate::pass::bigfoot_memo_slot(arr.0) * crate::pass::BIGFOOT_MEMO_WORDS;
+        let bits = &self.memo[crate::pass::bigfoot_memo_slot(arr.0)];
+        self.arrays[at].load(Relaxed) == arr.0
+            && self.arrays[at + 1].load(Relaxed) == self.generation
+            && bits[e as usize / 64].load(Relaxed) >> (e % 64) & 1 == 1
     }
     /// `site` put `r` of `arr` into this footprint.
     fn note_site(&mut self, site: u32, arr: ObjId, r: &Range) {
@@ -572,6 +619,9 @@ impl BigFoot {
                 range = left;
             }
             self.check_elements(t, &mut l.counts, loc.obj, range, cur);
+            if !r.write && r.count() == 1 {
+                l.fine.memo_read(loc.obj, r.lo, len);
+            }
             return;
         }
         // Inside the latest step-1 range of its kind that this footprint took, or
@@ -1023,6 +1073,36 @@ mod tests {
     /// The read memo skips only elements checked before (against a set of the
     /// elements actually checked, over random ranges of a few arrays), and skips
     /// the repeated and overlapping ranges it is there for.
+    /// A read memo holds the elements read-checked since the last commit, is zeroed
+    /// when taken up again, gives way to another array of its slot, and is not kept
+    /// for an array longer than the limit.
+    #[test]
+    fn read_memos_hold_the_reads_of_one_generation() {
+        let mut f = FineCache::default();
+        let a = ObjId(0x1_0000);
+        f.memo_read(a, 3, 100);
+        f.memo_read(a, 99, 100);
+        f.memo_read(a, 100, 100);
+        assert!(f.memo_holds(a, 3) && f.memo_holds(a, 99));
+        assert!(!f.memo_holds(a, 4) && !f.memo_holds(a, 64));
+        f.uncover();
+        assert!(!f.memo_holds(a, 3), "a commit ends the generation");
+        f.memo_read(a, 4, 100);
+        assert!(f.memo_holds(a, 4) && !f.memo_holds(a, 3), "taken up zeroed");
+        let c = (1..1 << 20)
+            .map(|k| ObjId(a.0 + 8 * k))
+            .find(|c| crate::pass::bigfoot_memo_slot(c.0) == crate::pass::bigfoot_memo_slot(a.0))
+            .expect("an address in the same slot");
+        f.memo_read(c, 7, 10);
+        assert!(
+            f.memo_holds(c, 7) && !f.memo_holds(a, 4),
+            "one array per slot"
+        );
+        let long = ObjId(0x9_0000);
+        f.memo_read(long, 1, crate::pass::BIGFOOT_MEMO_MAX_LEN + 1);
+        assert!(!f.memo_holds(long, 1));
+    }
+
     #[test]
     fn read_memo_skips_only_checked_elements() {
         let elems = |(lo, hi, step): (u32, u32, u32)| (lo..hi).step_by(step as usize);
