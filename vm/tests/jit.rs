@@ -1475,6 +1475,70 @@ class Main {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Two `Reader`s whose `run` is `RUN` (reading `x[idx[j]]`), forked by a main thread
+/// that first runs `SETUP` (which makes `idx`) and then writes `x[AT]` while they run.
+const TWO_READERS: &str = r#"
+class Reader {
+    int[] x;
+    int[] idx;
+    int s;
+    Reader(int[] x, int[] idx) { this.x = x; this.idx = idx; }
+    void run() {
+RUN
+    }
+}
+class Main {
+    static void main() {
+        int[] x = new int[64];
+SETUP
+        Reader r = new Reader(x, idx);
+        Reader q = new Reader(x, idx);
+        Thread t = fork r.run();
+        Thread u = fork q.run();
+        x[AT] = 7;
+        t.join();
+        u.join();
+        print(r.s + q.s);
+    }
+}
+"#;
+
+/// [`TWO_READERS`] with `run` and `setup`, for each write `x[at]` of `ats`, under
+/// `bigfoot` and `escape:capsule:bigfoot` with seeds 1 to 3: the JIT's run and the
+/// JIT's without inline checks must be the interpreter's, and report a race exactly
+/// when `racy(at)`. The failures, and the JIT runs with inline checks.
+fn two_reader_runs(
+    run: &str,
+    setup: &str,
+    ats: &[u32],
+    racy: impl Fn(u32) -> bool,
+) -> (Vec<String>, Vec<InlineRun>) {
+    let (mut failures, mut runs) = (Vec::new(), Vec::new());
+    for &at in ats {
+        let src = TWO_READERS
+            .replace("RUN", run)
+            .replace("SETUP", setup)
+            .replace("AT", &at.to_string());
+        let prog = compile_src("readers.cj", &src).expect("ok");
+        for tools in ["bigfoot", "escape:capsule:bigfoot"] {
+            for seed in 1..=3 {
+                let a = run_interp_seeded(&prog, tools, seed);
+                let b = run_jit_parts(&prog, tools, seed);
+                let c = run_jit_parts_with(&prog, tools, seed, false);
+                let name = format!("x[{at}] {tools} seeded:{seed}");
+                failures.extend(mismatch(&name, &a, "jit", &b));
+                failures.extend(mismatch(&name, &a, "jit without inline checks", &c));
+                let races = b.warnings.iter().any(|w| w.contains("race"));
+                if races != racy(at) {
+                    failures.push(format!("{name}: race reported: {races}"));
+                }
+                runs.push(b);
+            }
+        }
+    }
+    (failures, runs)
+}
+
 /// BigFoot's element checks that the site's own range in the thread's footprint
 /// covers are dropped inline (indirect reads `x[idx[j]]` that come back to an
 /// element, as a sparse product's `y[row[i]]`):
@@ -1482,56 +1546,16 @@ class Main {
 /// still be checked (and race, here, with the other thread's write).
 #[test]
 fn element_checks_inside_the_sites_range_are_dropped_inline_and_no_others() {
-    let src = r#"
-class Reader {
-    int[] x;
-    int[] idx;
-    int s;
-    Reader(int[] x, int[] idx) { this.x = x; this.idx = idx; }
-    void run() {
-        int t = 0;
+    let run = "int t = 0;
         for (int j = 0; j < idx.length; j++) { t = t + x[idx[j]]; }
-        s = t;
-    }
-}
-class Main {
-    static void main() {
-        int[] x = new int[64];
-        int[] idx = new int[80];
-        for (int j = 0; j < 80; j++) { idx[j] = j / 2; }
-        Reader r = new Reader(x, idx);
-        Reader q = new Reader(x, idx);
-        Thread t = fork r.run();
-        Thread u = fork q.run();
-        x[AT] = 7;
-        t.join();
-        u.join();
-        print(r.s + q.s);
-    }
-}
-"#;
-    let mut failures = Vec::new();
-    let mut covered = 0;
+        s = t;";
+    let setup = "int[] idx = new int[80];
+        for (int j = 0; j < 80; j++) { idx[j] = j / 2; }";
     // The write lands inside the reads' range, at its start, in it, and past it.
-    for at in [0, 1, 20, 39, 40] {
-        let prog = compile_src("indirect.cj", &src.replace("AT", &at.to_string())).expect("ok");
-        for tools in ["bigfoot", "escape:capsule:bigfoot"] {
-            for seed in 1..=3 {
-                let a = run_interp_seeded(&prog, tools, seed);
-                let b = run_jit_parts(&prog, tools, seed);
-                covered += b.covered_inline;
-                let name = format!("x[{at}] {tools} seeded:{seed}");
-                failures.extend(mismatch(&name, &a, "jit", &b));
-                let races = b.warnings.iter().any(|w| w.contains("race"));
-                if races != (at < 40) {
-                    failures.push(format!("{name}: race reported: {races}"));
-                }
-            }
-        }
-    }
+    let (failures, runs) = two_reader_runs(run, setup, &[0, 1, 20, 39, 40], |at| at < 40);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
-        covered > 0,
+        runs.iter().any(|r| r.covered_inline > 0),
         "no element check was dropped inline as covered"
     );
 }
@@ -1539,70 +1563,31 @@ class Main {
 /// Two readers walk a fine array in a scattered order, each element twice a round,
 /// for four rounds with a commit after each, while the main thread writes one
 /// element: the element read checks that the readers' read memos decide (after a
-/// call took a memo up) give the interpreter's warnings and
-/// statistics, and those of the JIT without inline checks, and a race is reported
-/// exactly when the written element is one the readers read. A memo that said yes
-/// for an element not read in its generation would skip a read's first check.
+/// call took a memo up) give the interpreter's warnings and statistics, and those of
+/// the JIT without inline checks, and a race is reported exactly when the written
+/// element is one the readers read. A memo that said yes for an element not read in
+/// its generation would skip a read's first check.
 #[test]
 fn read_memos_decide_repeated_element_reads_and_keep_every_race() {
-    let src = r#"
-class Reader {
-    int[] x;
-    int[] idx;
-    int s;
-    Reader(int[] x, int[] idx) { this.x = x; this.idx = idx; }
-    void run() {
-        int t = 0;
+    // A commit after each round: from the second round on, a reader knows the
+    // shadow is fine and checks elements on their cells, in a new generation.
+    let run = "int t = 0;
         for (int r = 0; r < 4; r++) {
             for (int j = 0; j < idx.length; j++) { t = t + x[idx[j]]; }
-            // A commit: from the second round on, the reader knows the shadow is
-            // fine and checks elements on their cells, in a new generation.
             synchronized (this) { s = t; }
-        }
-    }
-}
-class Main {
-    static void main() {
-        int[] x = new int[64];
-        // Scattered writes: the commit before the forks makes the shadow fine.
-        for (int j = 0; j < 64; j++) { x[(j * 21) % 64] = j; }
-        // 48 scattered elements, each twice in a round.
+        }";
+    // Scattered writes (the commit before the forks makes the shadow fine), and 48
+    // scattered elements to read, each twice in a round.
+    let setup = "for (int j = 0; j < 64; j++) { x[(j * 21) % 64] = j; }
         int[] idx = new int[96];
-        for (int j = 0; j < 96; j++) { idx[j] = ((j % 48) * 37 + 5) % 64; }
-        Reader r = new Reader(x, idx);
-        Reader q = new Reader(x, idx);
-        Thread t = fork r.run();
-        Thread u = fork q.run();
-        x[AT] = 7;
-        t.join();
-        u.join();
-        print(r.s + q.s);
-    }
-}
-"#;
+        for (int j = 0; j < 96; j++) { idx[j] = ((j % 48) * 37 + 5) % 64; }";
     let read: std::collections::BTreeSet<u32> = (0..48).map(|j| (j * 37 + 5) % 64).collect();
-    let mut failures = Vec::new();
-    let mut memo = 0;
-    for at in [5, 42, 0, 1, 63] {
-        let prog = compile_src("memo.cj", &src.replace("AT", &at.to_string())).expect("ok");
-        for tools in ["bigfoot", "escape:capsule:bigfoot"] {
-            for seed in 1..=3 {
-                let a = run_interp_seeded(&prog, tools, seed);
-                let b = run_jit_parts(&prog, tools, seed);
-                let c = run_jit_parts_with(&prog, tools, seed, false);
-                memo += b.memo_inline;
-                let name = format!("x[{at}] {tools} seeded:{seed}");
-                failures.extend(mismatch(&name, &a, "jit", &b));
-                failures.extend(mismatch(&name, &a, "jit without inline checks", &c));
-                let races = b.warnings.iter().any(|w| w.contains("race"));
-                if races != read.contains(&at) {
-                    failures.push(format!("{name}: race reported: {races}"));
-                }
-            }
-        }
-    }
+    let (failures, runs) = two_reader_runs(run, setup, &[5, 42, 0, 1, 63], |at| read.contains(&at));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(memo > 0, "no element read was decided by a read memo");
+    assert!(
+        runs.iter().any(|r| r.memo_inline > 0),
+        "no element read was decided by a read memo"
+    );
 }
 
 /// Two workers run `BODY` for their halves `i` of 40 outer iterations over a shared
