@@ -444,7 +444,7 @@ pub enum InlineCheck {
     /// thread since its last synchronization. Another read check of such an element
     /// is decided by FastTrack's same-epoch rules on its cell, whatever other threads
     /// did meanwhile (see `ReadMemo` in `passes::bigfoot`), so generated code may count
-    /// it as one (`INLINE_FAST`) without reading the cell: one bit of the memo stands
+    /// it as one (`INLINE_MEMO`, a same-epoch read) without reading the cell: one bit of the memo stands
     /// for the 16 bytes of the cell, and a random walk over a read-only vector (a
     /// sparse product's `x[col[i]]`) stays in the first-level cache. The pass takes
     /// up an entry (zeroes its bits, sets `a` and `g`) when an element read check of
@@ -490,11 +490,14 @@ pub const BIGFOOT_MEMO_MAX_LEN: u32 = 1 << 17;
 pub const BIGFOOT_TABLE_WORDS: usize =
     BIGFOOT_MEMO_OFF / 8 + BIGFOOT_MEMO_SLOTS * BIGFOOT_MEMO_WORDS;
 
-/// The slot of array `a` among a thread's read memos ([`InlineCheck::FieldChecks`]).
+/// The slot of array `a` among a thread's read memos ([`InlineCheck::FieldChecks`]):
+/// its slot among the fine arrays, cut to the memos' number.
 #[inline]
 pub const fn bigfoot_memo_slot(a: u64) -> usize {
-    ((a >> 3) ^ (a >> 15)) as usize & (BIGFOOT_MEMO_SLOTS - 1)
+    bigfoot_fine_slot(a) & (BIGFOOT_MEMO_SLOTS - 1)
 }
+const _: () =
+    assert!(BIGFOOT_MEMO_SLOTS.is_power_of_two() && BIGFOOT_MEMO_SLOTS <= BIGFOOT_FINE_SLOTS);
 
 /// The word index in a thread's table of the per-array covered range of kind `write`
 /// that may hold ranges of array `a` ([`InlineCheck::FieldChecks`]).

@@ -2877,7 +2877,7 @@ impl<'a, 'b> Translator<'a, 'b> {
         };
         let m = MemFlagsData::trusted();
         let table = self.thread_field(OFF_FINE);
-        // `bigfoot_memo_slot(a)`.
+        // `bigfoot_memo_slot(a)` (`bigfoot_fine_slot`'s hash, fewer slots).
         let x = self.b.ins().ushr_imm_u(a, 3);
         let y = self.b.ins().ushr_imm_u(a, 15);
         let h = self.b.ins().bxor(x, y);
