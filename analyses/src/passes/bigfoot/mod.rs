@@ -312,11 +312,8 @@ impl FineCache {
         if len > crate::pass::BIGFOOT_MEMO_MAX_LEN || e >= len {
             return;
         }
-        let slot = crate::pass::bigfoot_memo_slot(arr.0);
-        let at = MEMO + slot * crate::pass::BIGFOOT_MEMO_WORDS;
+        let (slot, at, current) = self.memo_of(arr);
         let bits = &mut self.memo[slot];
-        let current = self.arrays[at].load(Relaxed) == arr.0
-            && self.arrays[at + 1].load(Relaxed) == self.generation;
         if !current {
             let words = (len as usize).div_ceil(64);
             if bits.len() < words {
@@ -332,14 +329,20 @@ impl FineCache {
         }
         bits[e as usize / 64].fetch_or(1 << (e % 64), Relaxed);
     }
+    /// The slot of `arr`'s read memo, the word index of its entry, and whether the
+    /// entry is `arr`'s of this generation.
+    fn memo_of(&self, arr: ObjId) -> (usize, usize, bool) {
+        let slot = crate::pass::bigfoot_memo_slot(arr.0);
+        let at = MEMO + slot * crate::pass::BIGFOOT_MEMO_WORDS;
+        let current = self.arrays[at].load(Relaxed) == arr.0
+            && self.arrays[at + 1].load(Relaxed) == self.generation;
+        (slot, at, current)
+    }
     /// Whether element `e` of `arr` is in this generation's read memo.
     #[cfg(test)]
     fn memo_holds(&self, arr: ObjId, e: u32) -> bool {
-        let at = MEMO + crate::pass::bigfoot_memo_slot(arr.0) * crate::pass::BIGFOOT_MEMO_WORDS;
-        let bits = &self.memo[crate::pass::bigfoot_memo_slot(arr.0)];
-        self.arrays[at].load(Relaxed) == arr.0
-            && self.arrays[at + 1].load(Relaxed) == self.generation
-            && bits[e as usize / 64].load(Relaxed) >> (e % 64) & 1 == 1
+        let (slot, _, current) = self.memo_of(arr);
+        current && self.memo[slot][e as usize / 64].load(Relaxed) >> (e % 64) & 1 == 1
     }
     /// `site` put `r` of `arr` into this footprint.
     fn note_site(&mut self, site: u32, arr: ObjId, r: &Range) {
