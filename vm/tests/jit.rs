@@ -2152,3 +2152,83 @@ fn inline_tests_without_counters_keep_every_warning() {
     // The corpus's bugs are found: the comparison is not between two empty reports.
     assert!(warned > 50, "{warned} warnings in all");
 }
+
+/// The runtime functions that inline fast paths call where they miss and then go on
+/// (`Rt::keeps_registers`) are called through stubs that keep every register, so
+/// that the values of a hot loop stay in registers across them: fourteen `double`s
+/// and five `int`s live across a loop whose shared reads and writes race with the
+/// other thread's (every chain's inline tests miss, and both the detector's and the
+/// placement's out-of-line calls run) give the interpreter's output, warnings and
+/// statistics, with the inline tests and without. A stub that lost one register
+/// would change the printed sums.
+#[test]
+fn loop_values_in_registers_survive_the_runtime_calls() {
+    let src = r#"
+class Shared { int f; int[] xs; Shared() { xs = new int[8]; } }
+class Worker {
+    Shared s;
+    int k;
+    double out;
+    int outi;
+    Worker(Shared s, int k) { this.s = s; this.k = k; }
+    void run() {
+        double a = 1.0; double b = 2.0; double c = 3.0; double d = 4.0;
+        double e = 5.0; double f = 6.0; double g = 7.0; double h = 8.0;
+        double i = 9.0; double j = 10.0; double l = 11.0; double m = 12.0;
+        double n = 13.0; double o = 14.0;
+        int p = 1; int q = 2; int r = 3; int t = 4; int u = 5;
+        for (int it = 0; it < 40; it++) {
+            a = a * 1.5 + b; b = b * 0.5 + c; c = c + d * 0.25; d = d - e * 0.125;
+            int v = s.xs[(it + k) % 8];
+            s.xs[(it * 3 + k) % 8] = v + it;
+            e = e + f * 0.5; f = f * 0.75 + g; g = g + h; h = h * 0.5 + i;
+            int w = s.f;
+            s.f = w + k;
+            i = i + j * 0.25; j = j * 0.5 + l; l = l + m * 0.125; m = m * 0.5 + n;
+            n = n + o * 0.25; o = o * 0.5 + a * 0.001;
+            p = p * 3 + q; q = q + r * 7; r = r ^ t; t = t + u * 5; u = u * 7 + 1;
+        }
+        out = a + b * 3.0 + c * 5.0 + d * 7.0 + e * 11.0 + f * 13.0 + g * 17.0
+            + h * 19.0 + i * 23.0 + j * 29.0 + l * 31.0 + m * 37.0 + n * 41.0 + o * 43.0;
+        outi = p + q * 3 + r * 5 + t * 7 + u * 11;
+    }
+}
+class Main {
+    static void main() {
+        Shared s = new Shared();
+        Worker x = new Worker(s, 1);
+        Worker y = new Worker(s, 2);
+        Thread tx = fork x.run();
+        Thread ty = fork y.run();
+        tx.join();
+        ty.join();
+        print(x.out);
+        print(y.out);
+        print(x.outi + y.outi);
+    }
+}
+"#;
+    let prog = compile_src("registers.cj", src).expect("ok");
+    let mut failures = Vec::new();
+    for tools in [
+        "fasttrack",
+        "escape:capsule:fasttrack",
+        "escape:capsule:singletrack:fasttrack",
+        "bigfoot",
+        "escape:capsule:bigfoot",
+    ] {
+        for seed in 1..=3 {
+            let a = run_interp_seeded(&prog, tools, seed);
+            let name = format!("{tools} seeded:{seed}");
+            for inline in [true, false] {
+                let b = run_jit_parts_with(&prog, tools, seed, inline);
+                let what = format!("jit (inline checks: {inline})");
+                failures.extend(mismatch(&name, &a, &what, &b));
+                if !b.warnings.iter().any(|w| w.contains("race")) {
+                    failures.push(format!("{name}: {what}: no race reported"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

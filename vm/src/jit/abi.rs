@@ -72,6 +72,10 @@ pub struct JitThread {
     /// `analyses::pass::BIGFOOT_FINE_SLOTS` words), for the inline exclusive rules on
     /// BigFoot's element checks; without one, [`NO_FINE_ARRAYS`] (never null).
     pub fine: *const u64,
+    /// The result of the thread's latest call of a runtime function through its
+    /// stub that keeps every register (`Rt::keeps_registers`), which can return
+    /// none itself.
+    pub answer: u64,
     /// Calls of instance methods of capsule classes running on this thread, kept by
     /// generated code when the inline filter depends on it
     /// (`HeaderFilter::capsule_calls`).
@@ -139,6 +143,7 @@ pub const OFF_INLINE_DROPS: i32 = offset_of!(JitThread, inline_drops) as i32;
 pub const OFF_EPOCH: i32 = offset_of!(JitThread, epoch) as i32;
 pub const OFF_GUARD: i32 = offset_of!(JitThread, guard) as i32;
 pub const OFF_FINE: i32 = offset_of!(JitThread, fine) as i32;
+pub const OFF_ANSWER: i32 = offset_of!(JitThread, answer) as i32;
 
 /// The table of fine arrays of a thread whose chain has none (`JitThread::fine`):
 /// no array address is 0, so generated code finds no array in it.
@@ -234,6 +239,7 @@ impl JitThread {
             fine: hook
                 .inline_fine_arrays_ptr()
                 .unwrap_or(NO_FINE_ARRAYS.as_ptr() as *const u64),
+            answer: 0,
             capsule_calls: 0,
             capsule_word: hook
                 .inline_filter_word_ptr()

@@ -423,6 +423,25 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
                 .map_err(jerr)?,
         );
     }
+    // The stubs that keep every register (`Rt::keeps_registers`), by runtime function.
+    let mut keep_ids = Vec::with_capacity(Rt::ALL.len());
+    for (rt, &id) in Rt::ALL.iter().zip(&rt_ids) {
+        let stub = match rt.keeps_registers() {
+            true => Some((
+                module
+                    .declare_function(
+                        &format!("keep_{}", rt.sig().0),
+                        Linkage::Local,
+                        &translate::keeper_signature(&module, *rt),
+                    )
+                    .map_err(jerr)?,
+                id,
+                *rt,
+            )),
+            false => None,
+        };
+        keep_ids.push(stub);
+    }
     // Declare every CapJava function first, so calls can be direct.
     let mut fn_ids = Vec::with_capacity(prog.funcs.len());
     for (i, f) in prog.funcs.iter().enumerate() {
@@ -453,6 +472,17 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
     // Translate every function (and thread entry's trampoline) here, compile them
     // on every core (`compile_all`), then define them in the module in order.
     let mut jobs: Vec<Job> = Vec::with_capacity(prog.funcs.len() + entries.len());
+    for &(stub, target, rt) in keep_ids.iter().flatten() {
+        let mut func = cranelift::codegen::ir::Function::new();
+        translate::keeper(&mut module, &mut func, &mut fctx, rt, target);
+        jobs.push(Job {
+            id: stub,
+            func,
+            of: None,
+        });
+    }
+    let keep_ids: Vec<Option<cranelift_module::FuncId>> =
+        keep_ids.iter().map(|k| k.map(|(stub, ..)| stub)).collect();
     for (i, f) in prog.funcs.iter().enumerate() {
         let mut func = cranelift::codegen::ir::Function::new();
         func.signature = translate::signature(&module, f);
@@ -461,6 +491,7 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
             image,
             options: &options,
             rt_ids: &rt_ids,
+            keep_ids: &keep_ids,
             fn_ids: &fn_ids,
             in_capsule_calls: &in_capsule_calls,
         };
@@ -658,7 +689,7 @@ fn print_jit_times(
         .filter_map(|((_, of), c)| {
             let c = c.as_ref().ok()?;
             let name = of.map_or_else(
-                || "(entry)".to_string(),
+                || "(entry or stub)".to_string(),
                 |i| prog.func_name(FuncId(i as u32)),
             );
             Some((c.took, c.bytes.len(), name))

@@ -207,6 +207,21 @@ impl Rt {
         }
     }
 
+    /// Whether generated code calls it through a stub that keeps every register
+    /// (`translate::keeper`): the functions that FastTrack's inline paths call
+    /// where their tests miss and then go on (the access events, and
+    /// `capvm_jit_ordered` from the exclusive rules), so that the values a hot loop
+    /// keeps in registers (its `double`s, which the native convention would all
+    /// clobber) stay there across the cold call instead of living on the stack for
+    /// the whole loop. BigFoot's `Check` and `Covered` keep the native convention:
+    /// through stubs, `bigfoot` measured no faster anywhere and sor a third slower.
+    pub fn keeps_registers(self) -> bool {
+        matches!(
+            self,
+            Rt::Ordered | Rt::EvRead | Rt::EvWrite | Rt::EvArrayWrite
+        )
+    }
+
     /// Whether the first parameter is the thread context.
     pub fn takes_ctx(self) -> bool {
         !matches!(self, Rt::Math | Rt::FRem | Rt::Ordered | Rt::Covered)

@@ -30,10 +30,11 @@ use crate::layout;
 
 use super::abi::{
     INLINE_COVERED, INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_MEMO, INLINE_OBJ,
-    INLINE_PAST, INLINE_WORDS, OFF_ABORT, OFF_CAPSULE_CALLS, OFF_CAPSULE_WORD, OFF_CTX_DEPTH,
-    OFF_CTX_SID, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE, OFF_FRAMES,
-    OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_LAZY_FRAMES, OFF_LAZY_GATE, OFF_MAX_DEPTH,
-    OFF_MAX_STEPS, OFF_NESTED_WORD, OFF_PAST_FILTERS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
+    INLINE_PAST, INLINE_WORDS, OFF_ABORT, OFF_ANSWER, OFF_CAPSULE_CALLS, OFF_CAPSULE_WORD,
+    OFF_CTX_DEPTH, OFF_CTX_SID, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE,
+    OFF_FRAMES, OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_LAZY_FRAMES, OFF_LAZY_GATE,
+    OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_NESTED_WORD, OFF_PAST_FILTERS, OFF_STEPS, OFF_TID,
+    inline_count, pack_frame,
 };
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
@@ -363,6 +364,8 @@ pub struct Env<'a> {
     pub image: &'a Image,
     pub options: &'a JitOptions,
     pub rt_ids: &'a [cranelift_module::FuncId],
+    /// The stubs of `keeper`, by runtime function (`Rt::keeps_registers`).
+    pub keep_ids: &'a [Option<cranelift_module::FuncId>],
     pub fn_ids: &'a [cranelift_module::FuncId],
     /// Per function: whether it may run while a capsule call is on its thread's stack
     /// ([`in_capsule_calls`]).
@@ -673,9 +676,20 @@ impl<'a, 'b> Translator<'a, 'b> {
 
     /// Call runtime function `rt` (the context is prepended when it takes one).
     fn call_rt(&mut self, rt: Rt, args: &[Value]) -> Option<Value> {
-        let id = self.env.rt_ids[Rt::ALL.iter().position(|r| *r == rt).unwrap_or(0)];
-        let fr = self.func_ref(id);
+        let at = Rt::ALL.iter().position(|r| *r == rt).unwrap_or(0);
         let mut all = Vec::with_capacity(args.len() + 1);
+        if let Some(stub) = self.env.keep_ids[at] {
+            // The stub's result, if any, is in the thread's `answer`.
+            let fr = self.func_ref(stub);
+            all.push(self.ctx);
+            all.extend_from_slice(args);
+            self.b.ins().call(fr, &all);
+            return rt.sig().2.map(|ty| {
+                let m = MemFlagsData::trusted();
+                self.b.ins().load(ty_of(ty), m, self.ctx, OFF_ANSWER)
+            });
+        }
+        let fr = self.func_ref(self.env.rt_ids[at]);
         if rt.takes_ctx() {
             all.push(self.ctx);
         }
@@ -3319,6 +3333,55 @@ impl<'a, 'b> Translator<'a, 'b> {
             None => self.b.ins().return_(&[]),
         };
     }
+}
+
+/// The signature of `rt`'s stub that keeps every register (`Rt::keeps_registers`):
+/// the thread context, then `rt`'s own parameters (less the context), no result;
+/// `preserve_all`.
+pub fn keeper_signature(module: &JITModule, rt: Rt) -> ir::Signature {
+    let mut sig = module.make_signature();
+    sig.call_conv = isa::CallConv::PreserveAll;
+    sig.params.push(AbiParam::new(I64));
+    let own = &rt.sig().1[rt.takes_ctx() as usize..];
+    for p in own {
+        sig.params.push(AbiParam::new(ty_of(*p)));
+    }
+    sig
+}
+
+/// The stub of `rt` (the runtime function `target`) that keeps every register:
+/// a `preserve_all` function, whose call clobbers no register of its caller, that
+/// saves what the native call inside it clobbers, passes its parameters on and
+/// stores the result, if any, in the thread's `answer` (a `preserve_all`
+/// function returns none).
+pub fn keeper(
+    module: &mut JITModule,
+    func: &mut ir::Function,
+    fctx: &mut FunctionBuilderContext,
+    rt: Rt,
+    target: cranelift_module::FuncId,
+) {
+    func.signature = keeper_signature(module, rt);
+    func.name = ir::UserFuncName::user(2, target.as_u32());
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let args = if rt.takes_ctx() {
+        &params[..]
+    } else {
+        &params[1..]
+    };
+    let fr = module.declare_func_in_func(target, b.func);
+    let call = b.ins().call(fr, args);
+    if let Some(&r) = b.inst_results(call).first() {
+        b.ins()
+            .store(MemFlagsData::trusted(), r, params[0], OFF_ANSWER);
+    }
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(module.target_config());
 }
 
 /// The entry of a thread: `fn(ctx, args: *const u64)` loading each parameter from
