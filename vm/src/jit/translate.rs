@@ -674,7 +674,9 @@ impl<'a, 'b> Translator<'a, 'b> {
         r
     }
 
-    /// Call runtime function `rt` (the context is prepended when it takes one).
+    /// Call runtime function `rt` (the context is prepended when it takes one), through
+    /// its stub that keeps every register where it has one ([`keeper`]: the context
+    /// goes first, and a result comes back in the thread's `answer`).
     fn call_rt(&mut self, rt: Rt, args: &[Value]) -> Option<Value> {
         let at = Rt::ALL.iter().position(|r| *r == rt).unwrap_or(0);
         let mut all = Vec::with_capacity(args.len() + 1);
