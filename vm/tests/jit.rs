@@ -2160,7 +2160,8 @@ fn inline_tests_without_counters_keep_every_warning() {
 /// other thread's (every chain's inline tests miss, and both the detector's and the
 /// placement's out-of-line calls run) give the interpreter's output, warnings and
 /// statistics, with the inline tests and without. A stub that lost one register
-/// would change the printed sums.
+/// would change the printed sums or crash the run (a stub compiled with the native
+/// convention crashes it).
 #[test]
 fn loop_values_in_registers_survive_the_runtime_calls() {
     let src = r#"
