@@ -1617,6 +1617,17 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.exclusive_rule(at, first, is_write);
     }
 
+    /// `analyses::pass::bigfoot_fine_slot(a)`'s hash cut to `slots` (a power of two):
+    /// the slot of array `a` among the thread's fine arrays (`BIGFOOT_FINE_SLOTS`) or
+    /// read memos (`BIGFOOT_MEMO_SLOTS`, `bigfoot_memo_slot`).
+    fn fine_slot(&mut self, a: Value, slots: usize) -> Value {
+        debug_assert!(slots.is_power_of_two());
+        let x = self.b.ins().ushr_imm_u(a, 3);
+        let y = self.b.ins().ushr_imm_u(a, 15);
+        let h = self.b.ins().bxor(x, y);
+        self.b.ins().band_imm_s(h, (slots - 1) as i64)
+    }
+
     /// FT2's [read exclusive] or [write exclusive] rule on `at.cell`, in the case
     /// where it cannot find a race (`analyses::pass::InlineCheck::FastTrack`): the
     /// cell's `W` and `R` are each 0, an epoch of this thread or one ordered before
@@ -1642,10 +1653,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             // (`JitThread::fine` is never null.)
             use analyses::pass::BIGFOOT_FINE_SLOTS;
             let table = self.thread_field(OFF_FINE);
-            let x = self.b.ins().ushr_imm_u(a, 3);
-            let y = self.b.ins().ushr_imm_u(a, 15);
-            let h = self.b.ins().bxor(x, y);
-            let slot = self.b.ins().band_imm_s(h, (BIGFOOT_FINE_SLOTS - 1) as i64);
+            let slot = self.fine_slot(a, BIGFOOT_FINE_SLOTS);
             let off = self.b.ins().ishl_imm_u(slot, 3);
             let p = self.b.ins().iadd(table, off);
             let known = self.b.ins().load(I64, m, p, 0);
@@ -2893,11 +2901,8 @@ impl<'a, 'b> Translator<'a, 'b> {
         };
         let m = MemFlagsData::trusted();
         let table = self.thread_field(OFF_FINE);
-        // `bigfoot_memo_slot(a)` (`bigfoot_fine_slot`'s hash, fewer slots).
-        let x = self.b.ins().ushr_imm_u(a, 3);
-        let y = self.b.ins().ushr_imm_u(a, 15);
-        let h = self.b.ins().bxor(x, y);
-        let slot = self.b.ins().band_imm_s(h, (BIGFOOT_MEMO_SLOTS - 1) as i64);
+        // `bigfoot_memo_slot(a)`.
+        let slot = self.fine_slot(a, BIGFOOT_MEMO_SLOTS);
         let off = self
             .b
             .ins()
