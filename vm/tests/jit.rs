@@ -1251,6 +1251,69 @@ class Main {
     }
 }
 
+/// BigFoot's checks apply the exclusive rule through the program's function of it
+/// (`vm::jit::exclusive::rule`), not a copy: it stores the check's epoch and site as
+/// the copy and the pass do. So the race on `Box.b` names the write in `touch` as
+/// the earlier access, on both tiers, with the inline checks on and off, under seeds
+/// 1 to 3; warnings, output and every statistic are the interpreter's, and the rule
+/// applied inline in some run.
+#[test]
+fn bigfoot_checks_apply_the_exclusive_rule_through_its_function() {
+    let src = "\
+class Box {
+    int a;
+    int b;
+    int flag;
+}
+
+class Main {
+    static void touch(Box x) {
+        x.b = 1;
+        x.a = x.a + 1;
+    }
+
+    static void other(Box x) {
+        while (x.flag == 0) {
+        }
+        x.b = 2;
+    }
+
+    static void main() {
+        Box x = new Box();
+        x.a = 5;
+        Thread t = fork Main.other(x);
+        touch(x);
+        x.flag = 1;
+        t.join();
+        print(x.b);
+    }
+}
+";
+    let prog = compile_src("ctx.cj", src).expect("compiles");
+    let (mut failures, mut applied) = (Vec::new(), 0);
+    for seed in 1..=3 {
+        let interp = run_interp_seeded(&prog, "bigfoot", seed);
+        let race = interp
+            .warnings_text
+            .iter()
+            .find(|w| w.contains("Box.b"))
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            race.contains("Previous write by thread T0:\n    #0 Main.touch (ctx.cj:9:11)"),
+            "seed {seed}: the interpreter's report names the write in touch:\n{race}"
+        );
+        for inline in [true, false] {
+            let jit = run_jit_parts_with(&prog, "bigfoot", seed, inline);
+            let what = format!("jit, seed {seed}, inline checks {inline}");
+            failures.extend(mismatch("ctx.cj", &interp, &what, &jit));
+            applied += jit.exclusive_inline;
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(applied > 0, "no check applied the exclusive rule inline");
+}
+
 /// Statics pass the inline filters (`escape` takes them as escaped, `capsule` as
 /// capsule-shared, each only recording the site): behind the filters a static read
 /// in a loop reaches FastTrack's inline check without a call, while inside a capsule

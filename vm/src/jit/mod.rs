@@ -19,6 +19,7 @@
 //! under `--sched seeded`.
 
 pub mod abi;
+pub mod exclusive;
 pub mod homes;
 pub mod runtime_fns;
 pub mod translate;
@@ -483,6 +484,32 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
     }
     let keep_ids: Vec<Option<cranelift_module::FuncId>> =
         keep_ids.iter().map(|k| k.map(|(stub, ..)| stub)).collect();
+    // The exclusive rule's functions (`exclusive::rule`), where BigFoot's inline
+    // checks apply the rule.
+    let mut rule_ids = [None; 2];
+    if options
+        .inline_check
+        .is_some_and(|c| c.exclusive && c.field_checks)
+    {
+        let at = Rt::ALL.iter().position(|r| *r == Rt::Ordered);
+        let ordered = at
+            .and_then(|at| keep_ids[at])
+            .expect("Rt::Ordered keeps every register");
+        for (is_write, id) in rule_ids.iter_mut().enumerate() {
+            let name = ["exclusive_read", "exclusive_write"][is_write];
+            let rule = module
+                .declare_function(name, Linkage::Local, &exclusive::rule_signature(&module))
+                .map_err(jerr)?;
+            let mut func = cranelift::codegen::ir::Function::new();
+            exclusive::rule(&mut module, &mut func, &mut fctx, is_write == 1, ordered);
+            jobs.push(Job {
+                id: rule,
+                func,
+                of: None,
+            });
+            *id = Some(rule);
+        }
+    }
     for (i, f) in prog.funcs.iter().enumerate() {
         let mut func = cranelift::codegen::ir::Function::new();
         func.signature = translate::signature(&module, f);
@@ -492,6 +519,7 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
             options: &options,
             rt_ids: &rt_ids,
             keep_ids: &keep_ids,
+            rule_ids,
             fn_ids: &fn_ids,
             in_capsule_calls: &in_capsule_calls,
         };
@@ -519,6 +547,8 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         }
     }
     let mut sizes = vec![0usize; prog.funcs.len()];
+    // The trampolines', stubs' and rules' ids and sizes (for `write_perf_map`).
+    let mut others = Vec::new();
     let ids: Vec<(cranelift_module::FuncId, Option<usize>)> =
         jobs.iter().map(|j| (j.id, j.of)).collect();
     let times = std::env::var_os("CAPVM_JIT_TIMES").map(|_| std::time::Instant::now());
@@ -531,8 +561,9 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
             Some(i) => JitError(format!("{}: {e}", prog.func_name(FuncId(i as u32)))),
             None => JitError(e),
         })?;
-        if let Some(i) = of {
-            sizes[i] = code.bytes.len();
+        match of {
+            Some(i) => sizes[i] = code.bytes.len(),
+            None => others.push((id, code.bytes.len())),
         }
         module
             .define_function_bytes(id, code.align, &code.bytes, &code.relocs)
@@ -544,7 +575,21 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         .map(|id| module.get_finalized_function(*id) as usize)
         .collect::<Vec<_>>();
     if std::env::var_os("CAPVM_PERF_MAP").is_some() {
-        write_perf_map(prog, &funcs, &sizes);
+        let mut named: Vec<(String, usize, usize)> = funcs
+            .iter()
+            .zip(&sizes)
+            .enumerate()
+            .map(|(i, (&start, &size))| (prog.func_name(FuncId(i as u32)), start, size))
+            .collect();
+        for &(id, size) in &others {
+            let decl = module.declarations().get_function_decl(id);
+            let name = decl
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("stub{}", id.as_u32()));
+            named.push((name, module.get_finalized_function(id) as usize, size));
+        }
+        write_perf_map(&named);
     }
     let entries = tramp_ids
         .iter()
@@ -713,7 +758,7 @@ fn print_jit_times(
 /// report` reads for JIT code, and each function's machine code in
 /// `/tmp/capvm-jit-PID/NAME@START.bin` (for `objdump -b binary -m i386:x86-64
 /// --adjust-vma=0xSTART -D`). Failures to write are ignored: it is a debugging aid.
-fn write_perf_map(prog: &lang::ir::Program, funcs: &[usize], sizes: &[usize]) {
+fn write_perf_map(funcs: &[(String, usize, usize)]) {
     use std::io::Write;
     let pid = std::process::id();
     let dir = format!("/tmp/capvm-jit-{pid}");
@@ -721,8 +766,9 @@ fn write_perf_map(prog: &lang::ir::Program, funcs: &[usize], sizes: &[usize]) {
     let Ok(mut map) = std::fs::File::create(format!("/tmp/perf-{pid}.map")) else {
         return;
     };
-    for (i, (&start, &size)) in funcs.iter().zip(sizes).enumerate() {
-        let name = prog.func_name(FuncId(i as u32)).replace(' ', "_");
+    for (name, start, size) in funcs {
+        let (start, size) = (*start, *size);
+        let name = name.replace(' ', "_");
         let _ = writeln!(map, "{start:x} {size:x} {name}");
         // SAFETY: `start` is a finalized function of `size` bytes of code, which the
         // module keeps mapped (read and execute) for its lifetime.

@@ -31,11 +31,11 @@ use crate::layout;
 use super::abi::{
     INLINE_COVERED, INLINE_EXCL, INLINE_FAST, INLINE_FAST_SHARED, INLINE_MEMO, INLINE_OBJ,
     INLINE_PAST, INLINE_WORDS, OFF_ABORT, OFF_ANSWER, OFF_CAPSULE_CALLS, OFF_CAPSULE_WORD,
-    OFF_CTX_DEPTH, OFF_CTX_SID, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE,
-    OFF_FRAMES, OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_LAZY_FRAMES, OFF_LAZY_GATE,
-    OFF_MAX_DEPTH, OFF_MAX_STEPS, OFF_NESTED_WORD, OFF_PAST_FILTERS, OFF_STEPS, OFF_TID,
-    inline_count, pack_frame,
+    OFF_CTX_SID, OFF_CTX_WORD, OFF_DEPTH, OFF_EPOCH, OFF_FAILED, OFF_FINE, OFF_FRAMES,
+    OFF_FRAMES_LOW, OFF_GUARD, OFF_INLINE_DROPS, OFF_LAZY_FRAMES, OFF_LAZY_GATE, OFF_MAX_DEPTH,
+    OFF_MAX_STEPS, OFF_NESTED_WORD, OFF_PAST_FILTERS, OFF_STEPS, OFF_TID, inline_count, pack_frame,
 };
+use super::exclusive;
 use super::homes::{self, Home};
 use super::runtime_fns::{Rt, Ty, err};
 use super::{InlineDetector, InlineSite, JitOptions};
@@ -366,6 +366,9 @@ pub struct Env<'a> {
     pub rt_ids: &'a [cranelift_module::FuncId],
     /// The stubs of `keeper`, by runtime function (`Rt::keeps_registers`).
     pub keep_ids: &'a [Option<cranelift_module::FuncId>],
+    /// The program's functions of the exclusive rule for a read and for a write
+    /// (`exclusive::rule`), where BigFoot's inline checks apply the rule.
+    pub rule_ids: [Option<cranelift_module::FuncId>; 2],
     pub fn_ids: &'a [cranelift_module::FuncId],
     /// Per function: whether it may run while a capsule call is on its thread's stack
     /// ([`in_capsule_calls`]).
@@ -1371,7 +1374,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().brif(cached, hit_shared, &[], walk_clock, &[]);
             self.b.switch_to_block(walk_clock);
             let tid = self.b.ins().ushr_imm_u(e, 32);
-            let (cold, base) = self.cold_word(cell, key);
+            let (cold, base) = exclusive::cold_word(&mut self.b, cell, key);
             let clocks = self.b.ins().load(I64, m, cold, base);
             let r_t = self.tagged_entry(clocks, TAG, tid, types::I32, call);
             let clock = self.b.ins().band_imm_s(e, u32::MAX as i64);
@@ -1446,7 +1449,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             .icmp(IntCC::UnsignedGreaterThanOrEqual, clock, lo);
         Self::go_on_if(&mut self.b, call, ours);
         // The call context of the packed site is the shadow stack's.
-        let moved = self.ctx_moved();
+        let moved = exclusive::ctx_moved(&mut self.b, self.ctx);
         let still = self.b.ins().icmp_imm_s(IntCC::Equal, moved, 0);
         Self::go_on_if(&mut self.b, call, still);
         // The entry, owned by the thread: lock it.
@@ -1528,7 +1531,7 @@ impl<'a, 'b> Translator<'a, 'b> {
             .icmp_imm_s(IntCC::UnsignedLessThan, low, 1 << 25);
         Self::go_on_if(&mut self.b, call, fits);
         // The call context of the packed site is the shadow stack's.
-        let moved = self.ctx_moved();
+        let moved = exclusive::ctx_moved(&mut self.b, self.ctx);
         let still = self.b.ins().icmp_imm_s(IntCC::Equal, moved, 0);
         Self::go_on_if(&mut self.b, call, still);
         // The site's origin in the thread's front, when it has one for its segment.
@@ -1583,19 +1586,6 @@ impl<'a, 'b> Translator<'a, 'b> {
         Some(self.b.ins().band(sa, si))
     }
 
-    /// Nonzero when the thread's call context may not be its shadow stack's: a call
-    /// from below the current depth since the runtime last handed the stack to the
-    /// chain (`JitThread::ctx_word` is then stale).
-    fn ctx_moved(&mut self) -> Value {
-        let m = MemFlagsData::trusted();
-        let depth = self.b.ins().load(I64, m, self.ctx, OFF_DEPTH);
-        let low = self.b.ins().load(I64, m, self.ctx, OFF_FRAMES_LOW);
-        let synced = self.b.ins().load(I64, m, self.ctx, OFF_CTX_DEPTH);
-        let a = self.b.ins().bxor(depth, low);
-        let b = self.b.ins().bxor(depth, synced);
-        self.b.ins().bor(a, b)
-    }
-
     /// Branch to `yes` if `cond`; otherwise to the exclusive rule on the loaded word
     /// `first` when the check applies it (`at`), or else to `call`.
     fn else_exclusive(
@@ -1628,23 +1618,16 @@ impl<'a, 'b> Translator<'a, 'b> {
         self.b.ins().band_imm_s(h, (slots - 1) as i64)
     }
 
-    /// FT2's [read exclusive] or [write exclusive] rule on `at.cell`, in the case
-    /// where it cannot find a race (`analyses::pass::InlineCheck::FastTrack`): the
-    /// cell's `W` and `R` are each 0, an epoch of this thread or one ordered before
-    /// it by its vector clock, `R` not shared, and
-    /// the thread's call context is the one of its current stack (no call from
-    /// below the current depth since the runtime last handed the stack to the chain,
-    /// `JitThread::ctx_word`). Then, under the cell's lock (a compare-and-swap of
-    /// `W`, with `R` checked again under it), store the thread's epoch and the packed
-    /// site as the pass's rule would, count the access (`INLINE_EXCL`) and jump to
-    /// `at.cont`; any other case, or a lock or `R` that changed meanwhile, jumps to
-    /// `at.call`. `first` is the word the same-epoch test loaded (`W` for a write,
-    /// `R` for a read).
+    /// FT2's [read exclusive] or [write exclusive] rule on `at.cell` (the module
+    /// [`exclusive`] says when it applies and what it stores): where it applies,
+    /// count the access (`INLINE_EXCL`) and jump to `at.cont`; any other case, or a
+    /// lock or `R` that changed meanwhile, jumps to `at.call`. `first` is the word
+    /// the same-epoch test loaded (`W` for a write, `R` for a read). A BigFoot check
+    /// calls the program's function of the rule ([`exclusive::rule`]) where its
+    /// read does not pair; an access keeps its copy of the rule.
     fn exclusive_rule(&mut self, at: &ExclusiveAt, first: Value, is_write: bool) {
-        use analyses::pass::{
-            FASTTRACK_LOCKED, FASTTRACK_R_OFF, FASTTRACK_R_SID_OFF, FASTTRACK_W_OFF,
-            FASTTRACK_W_SID_OFF,
-        };
+        use analyses::pass::FASTTRACK_W_SID_OFF;
+        use analyses::pass::{FASTTRACK_R_OFF, FASTTRACK_R_SID_OFF, FASTTRACK_W_OFF};
         let m = MemFlagsData::trusted();
         let call = at.call;
         if let Some(a) = at.fine {
@@ -1662,103 +1645,74 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().brif(fine, yes, &[], call, &[]);
             self.b.switch_to_block(yes);
         }
-        // The context must be the stack's (and so have a compact form: the runtime
-        // sets no depth for one that has none, `JitThread::ctx_sid`).
-        let moved = self.ctx_moved();
-        let ctx_ok = self.b.create_block();
-        self.b.ins().brif(moved, call, &[], ctx_ok, &[]);
-        self.b.switch_to_block(ctx_ok);
-        let (wv, rv) = if is_write {
-            (first, self.b.ins().load(I64, m, at.cell, FASTTRACK_R_OFF))
-        } else {
-            (self.b.ins().load(I64, m, at.cell, FASTTRACK_W_OFF), first)
-        };
-        let tid = self.b.ins().ushr_imm_u(at.e, 32);
-        let mut own = |v: Value| {
-            let t = self.b.ins().ushr_imm_u(v, 32);
-            let mine = self.b.ins().icmp(IntCC::Equal, t, tid);
-            let none = self.b.ins().icmp_imm_s(IntCC::Equal, v, 0);
-            self.b.ins().bor(mine, none)
-        };
-        let (w_own, r_own) = (own(wv), own(rv));
-        let both = self.b.ins().band(w_own, r_own);
-        let lock = self.b.create_block();
-        let ordered = self.b.create_block();
-        self.b.set_cold_block(ordered);
-        self.b.ins().brif(both, lock, &[], ordered, &[]);
-        // Else each of `W`, `R` own, none, or ordered before the thread by its
-        // vector clock, decided by a small runtime function (no chain, no lock).
-        self.b.switch_to_block(ordered);
-        let ep = self.thread_field(OFF_EPOCH);
-        let ok = self
-            .call_rt(Rt::Ordered, &[ep, wv, rv])
-            .expect("returns a word");
-        self.b.ins().brif(ok, lock, &[], call, &[]);
-        self.b.switch_to_block(lock);
-        let locked = self.b.ins().bor_imm_s(wv, FASTTRACK_LOCKED as i64);
-        let w_addr = self.b.ins().iadd_imm_s(at.cell, i64::from(FASTTRACK_W_OFF));
-        let old = self.b.ins().atomic_cas(m, w_addr, wv, locked);
-        let got = self.b.ins().icmp(IntCC::Equal, old, wv);
-        let held = self.b.create_block();
-        self.b.ins().brif(got, held, &[], call, &[]);
-        self.b.switch_to_block(held);
-        let r_addr = self.b.ins().iadd_imm_s(at.cell, i64::from(FASTTRACK_R_OFF));
-        let rv2 = self.b.ins().atomic_load(I64, m, r_addr);
-        let same = self.b.ins().icmp(IntCC::Equal, rv2, rv);
-        let (apply, unlock) = (self.b.create_block(), self.b.create_block());
-        self.b.ins().brif(same, apply, &[], unlock, &[]);
-        self.b.switch_to_block(unlock);
-        self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
-        self.b.ins().jump(call, &[]);
-        self.b.switch_to_block(apply);
-        // Plain stores, in program order (x86-64 keeps it): the site and `R` before
-        // the store of `W` that releases the lock, as `Locked`'s drop does. The
-        // compact site `site | ctx << 16` (`analyses::pass::fasttrack_sid`) as a
-        // `u32` in its half of the cold word.
-        let ctx_sid = self.b.ins().load(I64, m, self.ctx, OFF_CTX_SID);
-        let (cold, base) = self.cold_word(at.cell, at.key);
-        let sid_of = |b: &mut FunctionBuilder, site: SiteId| {
-            let packed = b.ins().bor_imm_s(ctx_sid, i64::from(site.0));
-            b.ins().ireduce(types::I32, packed)
-        };
-        let sid = sid_of(&mut self.b, at.site);
-        if is_write {
-            self.b.ins().store(m, sid, cold, base + FASTTRACK_W_SID_OFF);
-            self.b.ins().store(m, at.e, at.cell, FASTTRACK_W_OFF);
-        } else if let Some(p) = at.pair {
-            self.b.ins().store(m, sid, cold, base + FASTTRACK_R_SID_OFF);
-            self.b.ins().store(m, at.e, at.cell, FASTTRACK_R_OFF);
-            // The write's [write exclusive] too, unless `W` is already the thread's
-            // epoch (then its own check finds [write same epoch]): `W ⪯ C_t` was
-            // tested above and `R` is now the thread's epoch.
-            let mut apply = self.b.ins().icmp(IntCC::NotEqual, wv, at.e);
-            if let Some(ok) = at.write_ok {
-                apply = self.b.ins().band(apply, ok);
-            }
-            if let Some(same) = self.same_location(&p, at.obj, at.index) {
-                apply = self.b.ins().band(apply, same);
-            }
-            let (alone, both) = (self.b.create_block(), self.b.create_block());
-            self.b.ins().brif(apply, both, &[], alone, &[]);
-            self.b.switch_to_block(both);
-            let sid = sid_of(&mut self.b, p.site);
-            self.b.ins().store(m, sid, cold, base + FASTTRACK_W_SID_OFF);
-            self.b.ins().store(m, at.e, at.cell, FASTTRACK_W_OFF);
-            self.count_inline(p.entry, INLINE_EXCL, at.obj);
-            let one = self.iconst(1);
-            self.b.def_var(p.done, one);
+        // BigFoot's checks call the rule's function (their misses are rarer than
+        // an access's: the copy costs more compile time than it saves), unless the
+        // read pairs with its write.
+        let outlined = self.env.rule_ids[is_write as usize].filter(|_| at.pair.is_none());
+        if let Some(rule) = outlined {
+            let fr = self.func_ref(rule);
+            let site = self.iconst(i64::from(at.site.0));
+            let args = [self.ctx, at.cell, at.key, at.e, first, site];
+            self.b.ins().call(fr, &args);
+            let applied = self.b.ins().load(I64, m, self.ctx, OFF_ANSWER);
+            let hit = self.b.create_block();
+            self.b.ins().brif(applied, hit, &[], call, &[]);
+            self.b.switch_to_block(hit);
             self.count_inline(at.entry, INLINE_EXCL, at.obj);
-            // The read's and the write's idle tests, if the read's held.
-            self.count_guarded(at.guard);
             self.count_guarded(at.guard);
             self.b.ins().jump(at.cont, &[]);
-            self.b.switch_to_block(alone);
-            self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
-        } else {
-            self.b.ins().store(m, sid, cold, base + FASTTRACK_R_SID_OFF);
-            self.b.ins().store(m, at.e, at.cell, FASTTRACK_R_OFF);
-            self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
+            return;
         }
+        let ordered = Rt::ALL.iter().position(|r| *r == Rt::Ordered);
+        let ordered = ordered
+            .and_then(|at| self.env.keep_ids[at])
+            .expect("Rt::Ordered keeps every register");
+        let ordered = self.func_ref(ordered);
+        let (ctx, b) = (self.ctx, &mut self.b);
+        let wv = exclusive::lock_cell(b, ctx, ordered, at.cell, at.e, first, is_write, call);
+        let ctx_sid = self.b.ins().load(I64, m, self.ctx, OFF_CTX_SID);
+        let sid_of = |b: &mut FunctionBuilder, site: SiteId| {
+            let site = b.ins().iconst(I64, i64::from(site.0));
+            exclusive::packed_site(b, ctx_sid, site)
+        };
+        let sid = sid_of(&mut self.b, at.site);
+        let Some(p) = at.pair else {
+            let b = &mut self.b;
+            exclusive::store_rule(b, at.cell, at.key, at.e, wv, sid, is_write);
+            self.count_inline(at.entry, INLINE_EXCL, at.obj);
+            self.count_guarded(at.guard);
+            self.b.ins().jump(at.cont, &[]);
+            return;
+        };
+        // A read that pairs: its stores, then the write's rule too, unless `W` is
+        // already the thread's epoch (then its own check finds [write same
+        // epoch]): `W ⪯ C_t` was tested above and `R` is now the thread's epoch.
+        let (cold, base) = exclusive::cold_word(&mut self.b, at.cell, at.key);
+        self.b.ins().store(m, sid, cold, base + FASTTRACK_R_SID_OFF);
+        self.b.ins().store(m, at.e, at.cell, FASTTRACK_R_OFF);
+        let mut apply = self.b.ins().icmp(IntCC::NotEqual, wv, at.e);
+        if let Some(ok) = at.write_ok {
+            apply = self.b.ins().band(apply, ok);
+        }
+        if let Some(same) = self.same_location(&p, at.obj, at.index) {
+            apply = self.b.ins().band(apply, same);
+        }
+        let (alone, both) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(apply, both, &[], alone, &[]);
+        self.b.switch_to_block(both);
+        let sid = sid_of(&mut self.b, p.site);
+        self.b.ins().store(m, sid, cold, base + FASTTRACK_W_SID_OFF);
+        self.b.ins().store(m, at.e, at.cell, FASTTRACK_W_OFF);
+        self.count_inline(p.entry, INLINE_EXCL, at.obj);
+        let one = self.iconst(1);
+        self.b.def_var(p.done, one);
+        self.count_inline(at.entry, INLINE_EXCL, at.obj);
+        // The read's and the write's idle tests, if the read's held.
+        self.count_guarded(at.guard);
+        self.count_guarded(at.guard);
+        self.b.ins().jump(at.cont, &[]);
+        self.b.switch_to_block(alone);
+        self.b.ins().store(m, wv, at.cell, FASTTRACK_W_OFF);
         self.count_inline(at.entry, INLINE_EXCL, at.obj);
         self.count_guarded(at.guard);
         self.b.ins().jump(at.cont, &[]);
@@ -1838,15 +1792,6 @@ impl<'a, 'b> Translator<'a, 'b> {
         let li = self.b.ins().band_imm_s(w, ((1u64 << LEAF) - 1) as i64);
         let loff = self.b.ins().imul_imm_s(li, cell_bytes as i64);
         self.b.ins().iadd(leaf, loff)
-    }
-
-    /// The cold word of FastTrack's hot cell at `cell` for the key `key`
-    /// (`analyses::pass::FASTTRACK_COLD_BASE`), as an address and the offset from it
-    /// (for the loads' and stores' immediate).
-    fn cold_word(&mut self, cell: Value, key: Value) -> (Value, i32) {
-        use analyses::pass::{FASTTRACK_COLD_BASE, FASTTRACK_COLD_INDEX};
-        let back = self.b.ins().band_imm_s(key, FASTTRACK_COLD_INDEX as i64);
-        (self.b.ins().isub(cell, back), FASTTRACK_COLD_BASE)
     }
 
     // ------------------------------------------------------- method prologue
