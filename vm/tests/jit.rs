@@ -1178,19 +1178,9 @@ class Main {
     }
 }
 
-/// The inline exclusive rules store the thread's call context with the access's site
-/// (`JitThread::ctx_word`), valid only while no call was made from below the current
-/// depth since the runtime last handed the stack over. Here the main thread's write
-/// of `b` in `touch` is decided inline right after a call (the shadow leaf exists
-/// from the write of `a`, and no runtime call happens inside `touch` under the OS
-/// scheduler), and the other thread's later write of `b` (after a spin on a plain
-/// flag, so in every schedule) reports it: the earlier access's stack must name
-/// `touch` called from `main`, as the interpreter and the JIT without the inline
-/// check say. Seeded schedules hand the stack over at every scheduling point, which
-/// would hide a stale context.
-#[test]
-fn inline_exclusive_rule_records_the_call_context_of_the_access() {
-    let src = "\
+/// Two writes of `Box.b` with nothing ordering them: `touch`'s (line 9, called from
+/// `main` at line 22) and the forked `other`'s; `flag` is a plain field.
+const TOUCH_RACE: &str = "\
 class Box {
     int a;
     int b;
@@ -1219,7 +1209,20 @@ class Main {
     }
 }
 ";
-    let prog = compile_src("ctx.cj", src).expect("compiles");
+
+/// The inline exclusive rules store the thread's call context with the access's site
+/// (`JitThread::ctx_word`), valid only while no call was made from below the current
+/// depth since the runtime last handed the stack over. Here the main thread's write
+/// of `b` in `touch` is decided inline right after a call (the shadow leaf exists
+/// from the write of `a`, and no runtime call happens inside `touch` under the OS
+/// scheduler), and the other thread's later write of `b` (after a spin on a plain
+/// flag, so in every schedule) reports it: the earlier access's stack must name
+/// `touch` called from `main`, as the interpreter and the JIT without the inline
+/// check say. Seeded schedules hand the stack over at every scheduling point, which
+/// would hide a stale context.
+#[test]
+fn inline_exclusive_rule_records_the_call_context_of_the_access() {
+    let prog = compile_src("ctx.cj", TOUCH_RACE).expect("compiles");
     let run = |tier, inline_detector| {
         let cfg = RunConfig {
             tier,
@@ -1259,37 +1262,7 @@ class Main {
 /// applied inline in some run.
 #[test]
 fn bigfoot_checks_apply_the_exclusive_rule_through_its_function() {
-    let src = "\
-class Box {
-    int a;
-    int b;
-    int flag;
-}
-
-class Main {
-    static void touch(Box x) {
-        x.b = 1;
-        x.a = x.a + 1;
-    }
-
-    static void other(Box x) {
-        while (x.flag == 0) {
-        }
-        x.b = 2;
-    }
-
-    static void main() {
-        Box x = new Box();
-        x.a = 5;
-        Thread t = fork Main.other(x);
-        touch(x);
-        x.flag = 1;
-        t.join();
-        print(x.b);
-    }
-}
-";
-    let prog = compile_src("ctx.cj", src).expect("compiles");
+    let prog = compile_src("ctx.cj", TOUCH_RACE).expect("compiles");
     let (mut failures, mut applied) = (Vec::new(), 0);
     for seed in 1..=3 {
         let interp = run_interp_seeded(&prog, "bigfoot", seed);
