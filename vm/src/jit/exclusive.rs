@@ -19,9 +19,9 @@
 //! A plain access keeps its copy: under `fasttrack` the rule is hot where a loop
 //! streams over locations once per synchronization (sor, crypt: about one access
 //! in two), and there the call cost more (sor 8%, crypt 6%) than the smaller code
-//! saved elsewhere. So does a BigFoot read that pairs with its write
-//! (`translate::Pair`): its copy applies the write's rule too. Both are built from
-//! the same parts here: [`lock_cell`], then the stores.
+//! saved elsewhere (and a read that pairs with its write, `translate::Pair`,
+//! applies the write's rule in its copy too). Both are built from the same parts
+//! here: [`lock_cell`], then the stores.
 
 use cranelift::codegen::ir::{self, FuncRef, MemFlagsData};
 use cranelift::prelude::*;

@@ -1623,11 +1623,13 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// count the access (`INLINE_EXCL`) and jump to `at.cont`; any other case, or a
     /// lock or `R` that changed meanwhile, jumps to `at.call`. `first` is the word
     /// the same-epoch test loaded (`W` for a write, `R` for a read). A BigFoot check
-    /// calls the program's function of the rule ([`exclusive::rule`]) where its
-    /// read does not pair; an access keeps its copy of the rule.
+    /// calls the program's function of the rule ([`exclusive::rule`]); a plain
+    /// access keeps its copy (a read that pairs with its write applies the write's
+    /// rule in it too).
     fn exclusive_rule(&mut self, at: &ExclusiveAt, first: Value, is_write: bool) {
-        use analyses::pass::FASTTRACK_W_SID_OFF;
-        use analyses::pass::{FASTTRACK_R_OFF, FASTTRACK_R_SID_OFF, FASTTRACK_W_OFF};
+        use analyses::pass::{
+            FASTTRACK_R_OFF, FASTTRACK_R_SID_OFF, FASTTRACK_W_OFF, FASTTRACK_W_SID_OFF,
+        };
         let m = MemFlagsData::trusted();
         let call = at.call;
         if let Some(a) = at.fine {
@@ -1645,9 +1647,9 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().brif(fine, yes, &[], call, &[]);
             self.b.switch_to_block(yes);
         }
-        // BigFoot's checks call the rule's function (their misses are rarer than
-        // an access's: the copy costs more compile time than it saves), unless the
-        // read pairs with its write.
+        // BigFoot's checks call the rule's function (`rule_ids` holds it only for
+        // them: their misses are rarer than an access's, and the copy cost more
+        // compile time than it saved). Only plain accesses pair.
         let outlined = self.env.rule_ids[is_write as usize].filter(|_| at.pair.is_none());
         if let Some(rule) = outlined {
             let fr = self.func_ref(rule);
