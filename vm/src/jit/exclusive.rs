@@ -34,6 +34,7 @@ use analyses::pass::{
 };
 
 use super::abi::{OFF_ANSWER, OFF_CTX_DEPTH, OFF_CTX_SID, OFF_DEPTH, OFF_EPOCH, OFF_FRAMES_LOW};
+use super::translate::thread_field_mem;
 
 const I64: ir::Type = types::I64;
 
@@ -112,7 +113,8 @@ pub fn lock_cell(
     // Else each of `W`, `R` own, none, or ordered before the thread by its vector
     // clock, decided by a small runtime function (no chain, no lock).
     b.switch_to_block(ordered_b);
-    let ep = b.ins().load(I64, m, ctx, OFF_EPOCH);
+    // The epoch word's address is a field no one writes after the thread starts.
+    let ep = b.ins().load(I64, thread_field_mem(), ctx, OFF_EPOCH);
     b.ins().call(ordered, &[ctx, ep, wv, rv]);
     let ok = b.ins().load(I64, m, ctx, OFF_ANSWER);
     b.ins().brif(ok, lock, &[], call, &[]);

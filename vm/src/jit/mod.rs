@@ -491,10 +491,8 @@ pub fn compile(image: &Image, options: JitOptions) -> Result<JitCode, JitError> 
         .inline_check
         .is_some_and(|c| c.exclusive && c.field_checks)
     {
-        let at = Rt::ALL.iter().position(|r| *r == Rt::Ordered);
-        let ordered = at
-            .and_then(|at| keep_ids[at])
-            .expect("Rt::Ordered keeps every register");
+        let ordered = keep_ids[Rt::Ordered.index()];
+        let ordered = ordered.expect("Rt::Ordered keeps every register");
         for (is_write, id) in rule_ids.iter_mut().enumerate() {
             let name = ["exclusive_read", "exclusive_write"][is_write];
             let rule = module

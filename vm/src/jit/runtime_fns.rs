@@ -222,6 +222,12 @@ impl Rt {
         )
     }
 
+    /// Its place in [`Rt::ALL`] (and in the tables indexed like it: the module's
+    /// declarations, the stubs of `Rt::keeps_registers`).
+    pub fn index(self) -> usize {
+        Rt::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
+
     /// Whether the first parameter is the thread context.
     pub fn takes_ctx(self) -> bool {
         !matches!(self, Rt::Math | Rt::FRem | Rt::Ordered | Rt::Covered)

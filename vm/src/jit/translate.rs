@@ -325,7 +325,7 @@ fn has_sid(site: SiteId) -> bool {
 /// starts (its pointers, its id and its limits; the list is on `JitThread`): such a
 /// load is pure, so Cranelift loads the field once per function and hoists it out of
 /// loops.
-fn thread_field_mem() -> MemFlagsData {
+pub(super) fn thread_field_mem() -> MemFlagsData {
     MemFlagsData::trusted().with_readonly().with_can_move()
 }
 
@@ -681,7 +681,7 @@ impl<'a, 'b> Translator<'a, 'b> {
     /// its stub that keeps every register where it has one ([`keeper`]: the context
     /// goes first, and a result comes back in the thread's `answer`).
     fn call_rt(&mut self, rt: Rt, args: &[Value]) -> Option<Value> {
-        let at = Rt::ALL.iter().position(|r| *r == rt).unwrap_or(0);
+        let at = rt.index();
         let mut all = Vec::with_capacity(args.len() + 1);
         if let Some(stub) = self.env.keep_ids[at] {
             // The stub's result, if any, is in the thread's `answer`.
@@ -1665,10 +1665,8 @@ impl<'a, 'b> Translator<'a, 'b> {
             self.b.ins().jump(at.cont, &[]);
             return;
         }
-        let ordered = Rt::ALL.iter().position(|r| *r == Rt::Ordered);
-        let ordered = ordered
-            .and_then(|at| self.env.keep_ids[at])
-            .expect("Rt::Ordered keeps every register");
+        let ordered = self.env.keep_ids[Rt::Ordered.index()];
+        let ordered = ordered.expect("Rt::Ordered keeps every register");
         let ordered = self.func_ref(ordered);
         let (ctx, b) = (self.ctx, &mut self.b);
         let wv = exclusive::lock_cell(b, ctx, ordered, at.cell, at.e, first, is_write, call);
