@@ -732,7 +732,7 @@ fn print_jit_times(
         .filter_map(|((_, of), c)| {
             let c = c.as_ref().ok()?;
             let name = of.map_or_else(
-                || "(entry or stub)".to_string(),
+                || "(entry, stub or rule)".to_string(),
                 |i| prog.func_name(FuncId(i as u32)),
             );
             Some((c.took, c.bytes.len(), name))
