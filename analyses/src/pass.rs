@@ -134,6 +134,41 @@ pub struct LazyFrames {
     /// Taken calls the producer has ended since the pass last looked.
     pub popped: AtomicU64,
     pub frames: [LazyFrame; LAZY_FRAMES],
+    /// The *repeatable call* ([`LazyFrames::arm_repeat`]): a recorded call whose
+    /// check made it the holder of its capsule, which a producer may repeat
+    /// without telling the pass. 0 when there is none.
+    pub repeat: RepeatCall,
+}
+
+/// A call that a producer may repeat without its events ([`LazyFrames::arm_repeat`]):
+/// the capsule, the call's packed frame (`crate::ctx::pack_frame`: its method and
+/// call site) and the stack's depth with that frame on top.
+///
+/// The pass arms it when its check of a recorded call on `receiver` made the call
+/// the capsule's holder (the thread owns the capsule's epoch, so the check held
+/// without looking at another thread), at the call's first state access, with the
+/// call at the top of the stack (so its `Exit` site and context are known). A later
+/// call of the same method from the same site on the same capsule, with the same
+/// frames below it, whose first state access is at the same site (the producer
+/// repeats only methods whose first state access has one site, and that make no
+/// other event: see `vm::jit`), would then leave the pass exactly as this one did:
+/// the same frames pushed and popped, the same entry and exit marks and exit epoch
+/// in the capsule's record (the thread has published nothing since: that would
+/// have disarmed it), the same words. So a producer may run it with the words the
+/// check would set (`CAPSULE_WORD_DROP | CAPSULE_WORD_OWN`, nested-call word
+/// `receiver`), as a recorded call the pass never takes.
+///
+/// Disarmed (receiver 0) by the pass at every event that changes what such a call
+/// would do: any other check or exit on the same capsule by this thread, and every
+/// publication of the thread's clock (which gives up the capsule's epoch); and by
+/// the producer when it hands over a stack whose frames below `depth - 1` changed
+/// ([`LazyFrames::frames_moved`]). A demotion closes the gate instead.
+#[repr(C)]
+#[derive(Default)]
+pub struct RepeatCall {
+    pub receiver: AtomicU64,
+    pub frame: AtomicU64,
+    pub depth: AtomicU64,
 }
 
 /// One recorded call: its receiver and method, the thread's two words to restore
@@ -160,6 +195,12 @@ pub const LAZY_METHOD: i32 = std::mem::offset_of!(LazyFrame, method) as i32;
 pub const LAZY_SAVED_WORD: i32 = std::mem::offset_of!(LazyFrame, word) as i32;
 pub const LAZY_SAVED_NESTED: i32 = std::mem::offset_of!(LazyFrame, nested) as i32;
 pub const LAZY_POPPABLE: i32 = std::mem::offset_of!(LazyFrame, poppable) as i32;
+pub const LAZY_REPEAT_RECEIVER: i32 =
+    (std::mem::offset_of!(LazyFrames, repeat) + std::mem::offset_of!(RepeatCall, receiver)) as i32;
+pub const LAZY_REPEAT_FRAME: i32 =
+    (std::mem::offset_of!(LazyFrames, repeat) + std::mem::offset_of!(RepeatCall, frame)) as i32;
+pub const LAZY_REPEAT_DEPTH: i32 =
+    (std::mem::offset_of!(LazyFrames, repeat) + std::mem::offset_of!(RepeatCall, depth)) as i32;
 
 impl LazyFrames {
     /// No calls; both words 0.
@@ -179,6 +220,48 @@ impl LazyFrames {
                     poppable: AtomicU64::new(0),
                 }
             }; LAZY_FRAMES],
+            repeat: RepeatCall {
+                receiver: AtomicU64::new(0),
+                frame: AtomicU64::new(0),
+                depth: AtomicU64::new(0),
+            },
+        }
+    }
+
+    /// Arm the repeatable call ([`RepeatCall`]): on capsule `receiver`, frame
+    /// `frame` on top of a stack of `depth` frames.
+    pub fn arm_repeat(&self, receiver: u64, frame: u64, depth: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.repeat.frame.store(frame, Relaxed);
+        self.repeat.depth.store(depth as u64, Relaxed);
+        self.repeat.receiver.store(receiver, Relaxed);
+    }
+
+    /// Disarm the repeatable call if it is on capsule `receiver`.
+    pub fn disarm_repeat_of(&self, receiver: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.repeat.receiver.load(Relaxed) == receiver {
+            self.repeat.receiver.store(0, Relaxed);
+        }
+    }
+
+    /// Disarm the repeatable call.
+    pub fn disarm_repeat(&self) {
+        self.repeat
+            .receiver
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The producer hands over a stack whose outermost `unchanged` frames are as at
+    /// the previous hand-over: the repeatable call needs the frames below its own
+    /// unchanged since it was armed.
+    #[inline]
+    pub fn frames_moved(&self, unchanged: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.repeat.receiver.load(Relaxed) != 0
+            && (unchanged as u64).saturating_add(1) < self.repeat.depth.load(Relaxed)
+        {
+            self.repeat.receiver.store(0, Relaxed);
         }
     }
 
@@ -230,7 +313,11 @@ impl LazyFrames {
     pub fn take(&self) -> impl Iterator<Item = (usize, u64, u32)> + '_ {
         use std::sync::atomic::Ordering::Relaxed;
         let n = self.len.load(Relaxed) as usize;
-        let from = self.taken.swap(n as u64, Relaxed) as usize;
+        // Only this thread writes `taken`: a load and a store, not a swap (which
+        // compiles to a locked `xchg`, a full barrier on every capsule call's
+        // first event).
+        let from = self.taken.load(Relaxed) as usize;
+        self.taken.store(n as u64, Relaxed);
         self.frames[from..n].iter().enumerate().map(move |(i, f)| {
             (
                 from + i,
@@ -1128,6 +1215,33 @@ mod tests {
         // None left: the producer delivers the `Exit`.
         assert!(!f.pop());
         assert!(!f.pending());
+    }
+
+    #[test]
+    fn the_repeatable_call_is_disarmed_by_its_capsule_and_by_moved_frames() {
+        let f = LazyFrames::new();
+        let armed = |f: &LazyFrames| f.repeat.receiver.load(Relaxed);
+        f.arm_repeat(0x1000, 0x7_0000_0005, 3);
+        assert_eq!(armed(&f), 0x1000);
+        // Another capsule's record changed: still armed.
+        f.disarm_repeat_of(0x2000);
+        assert_eq!(armed(&f), 0x1000);
+        // The stack handed over again with the two frames below the call's as they
+        // were (the call's own may differ): still armed; with one of them changed:
+        // disarmed.
+        f.frames_moved(2);
+        f.frames_moved(5);
+        assert_eq!(armed(&f), 0x1000);
+        f.frames_moved(1);
+        assert_eq!(armed(&f), 0);
+        f.arm_repeat(0x1000, 0x7_0000_0005, 3);
+        f.disarm_repeat_of(0x1000);
+        assert_eq!(armed(&f), 0);
+        f.arm_repeat(0x1000, 0x7_0000_0005, 1);
+        f.frames_moved(0);
+        assert_eq!(armed(&f), 0x1000, "a call at the bottom has no frame below");
+        f.disarm_repeat();
+        assert_eq!(armed(&f), 0);
     }
 
     #[test]

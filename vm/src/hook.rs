@@ -248,9 +248,15 @@ impl Hook {
             bridge,
             cx,
             stack: Stack::Tier,
+            lazy,
             ..
         }) = &mut self.0
         {
+            if *lazy != 0 {
+                // SAFETY: as in `open_lazy_frames`.
+                let f = unsafe { &*(*lazy as *const analyses::pass::LazyFrames) };
+                f.frames_moved(unchanged);
+            }
             bridge.chain.sync_frames(cx, frames, unchanged);
         }
     }

@@ -532,6 +532,17 @@ fn run_jit_parts_sched(
     seed: Option<u64>,
     inline_detector: bool,
 ) -> InlineRun {
+    run_jit_parts_tuned(prog, tools, seed, inline_detector, |_| {})
+}
+
+/// [`run_jit_parts_sched`], with the JIT's options changed by `tune` last.
+fn run_jit_parts_tuned(
+    prog: &Arc<Program>,
+    tools: &str,
+    seed: Option<u64>,
+    inline_detector: bool,
+    tune: impl Fn(&mut vm::jit::JitOptions),
+) -> InlineRun {
     use vm::bridge::Bridge;
     use vm::env::VmEnv;
     use vm::hook::Hook;
@@ -644,6 +655,7 @@ fn run_jit_parts_sched(
     if !inline_detector {
         options.inline_check = None;
     }
+    tune(&mut options);
     let code = Arc::new(jit::compile(&image, options).expect("compile"));
     let hook = Hook::main(rt.bridge.as_ref());
     let (rt2, code2) = (rt.clone(), code.clone());
@@ -2268,4 +2280,145 @@ class Main {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A capsule whose calls the JIT may repeat without their check
+/// (`analyses::pass::RepeatCall`): `next` and `gauss` touch only their own fields
+/// (`gauss` through nested `next` calls), first at one site.
+const REPEAT_RNG: &str = "\
+capsule class Rng {
+    int seed;
+    double spare;
+    boolean have;
+    Rng(int s) { seed = s; }
+    int next() {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return seed;
+    }
+    double gauss() {
+        if (have) {
+            have = false;
+            return spare;
+        }
+        double a = (next() % 1000) * 0.001;
+        double b = (next() % 1000) * 0.001;
+        spare = b;
+        have = true;
+        return a;
+    }
+}
+class Peek {
+    int look(Rng r) { return r.seed; }
+}
+class Main {
+    static volatile int seen;
+    static int direct(Rng r) { return r.next(); }
+    static int handed(Rng r) { int v = seen; return r.next() + v; }
+    static void main() {
+        Rng r = new Rng(7);
+        Rng q = new Rng(8);
+        int s = 0;
+        double g = 0.0;
+        for (int i = 0; i < 2000; i++) { s = (s + r.next()) % 1000003; }
+        for (int i = 0; i < 2000; i++) { g = g + r.gauss(); }
+        LAST
+        print(s);
+        print(g);
+        print(new Peek().look(PEEK));
+    }
+}
+";
+
+/// Repeated calls on a capsule skip their check in generated code
+/// (`Translator::repeat_call`), and every report stays the one of a run that checks
+/// each call: the encapsulation violation at the end names the last capsule call's
+/// entry (its first state access and call stack) whichever way the calls before it
+/// ran. The last call differs from the armed one in one respect per case — its call
+/// site, the frame below it (called again from another site, with or without an
+/// event that hands the stack to the chain in between), its receiver — or repeats
+/// it. Planted bugs each fail here: no test of the frame word, of `frames_low`, of
+/// the receiver, or no disarming when the stack is handed over with changed frames.
+#[test]
+fn repeated_capsule_calls_skip_their_check_and_keep_every_report() {
+    let cases = [
+        ("repeat", "", "r"),
+        ("other site", "s = s + r.next();", "r"),
+        (
+            "frame below from another site",
+            "for (int i = 0; i < 50; i++) { s = s + direct(r); }\n        s = s + direct(r);",
+            "r",
+        ),
+        (
+            "stack handed over in between",
+            "for (int i = 0; i < 50; i++) { s = s + handed(r); }\n        s = s + handed(r);",
+            "r",
+        ),
+        (
+            "other receiver",
+            "for (int i = 0; i < 50; i++) { Rng x = r; if (i == 49) { x = q; } s = s + x.next(); }",
+            "q",
+        ),
+    ];
+    let tools = "escape:capsule:fasttrack";
+    let mut failures = Vec::new();
+    for (name, last, peek) in cases {
+        let src = REPEAT_RNG.replace("LAST", last).replace("PEEK", peek);
+        let prog = compile_src("rng.cj", &src).expect("compiles");
+        let interp = run_program(
+            prog.clone(),
+            &RunConfig {
+                tier: Tier::Interp,
+                tools: Some(tools.into()),
+                ..RunConfig::default()
+            },
+        )
+        .expect("run");
+        // No inline counters: a run that counts them never repeats a call.
+        let uncounted = |o: &mut vm::jit::JitOptions| o.count_inline = false;
+        let repeated = run_jit_parts_tuned(&prog, tools, None, true, uncounted);
+        let checked = run_jit_parts_tuned(&prog, tools, None, true, |o| {
+            uncounted(o);
+            o.repeatable.clear();
+        });
+        assert_eq!(
+            interp.warnings_text.len(),
+            1,
+            "{name}: {:?}",
+            interp.warnings_text
+        );
+        assert!(
+            interp.warnings_text[0].contains("Previous inside"),
+            "{name}: {}",
+            interp.warnings_text[0]
+        );
+        for (what, run) in [("repeated", &repeated), ("checked", &checked)] {
+            if run.warnings != interp.warnings_text || run.stdout != interp.stdout {
+                failures.push(format!(
+                    "{name}, {what}:\n{}\n--- interpreter:\n{}",
+                    run.warnings.join("\n"),
+                    interp.warnings_text.join("\n")
+                ));
+            }
+        }
+        // The repeats happened: `capsule` received fewer of the accesses `escape`
+        // drops as thread-local (each call's first is delivered unless repeated).
+        let local = |r: &InlineRun| r.stats.to_string().matches("local_checked").count();
+        assert!(local(&checked) > 0, "{name}: no `local_checked` statistic");
+        let delivered = |r: &InlineRun| {
+            let s = r.stats.to_string();
+            let at = s.find("\"local_checked\":").expect("local_checked");
+            let tail = &s[at + "\"local_checked\":".len()..];
+            let end = tail
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(tail.len());
+            tail[..end].parse::<u64>().expect("a count")
+        };
+        assert!(
+            delivered(&repeated) + 3000 < delivered(&checked),
+            "{name}: {} accesses delivered with repeats, {} without",
+            delivered(&repeated),
+            delivered(&checked)
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -74,6 +74,10 @@ pub struct JitOptions {
     /// since, as `Guest::enter_method` and `Guest::leave_method` would
     /// (`vm::bridge::Bridge::lazy`, `Hook::push_lazy_frame`).
     pub lazy: Vec<bool>,
+    /// By function id, among `lazy`: the methods whose calls may repeat the
+    /// thread's armed call without their check (`translate::repeatable_calls`,
+    /// `analyses::pass::RepeatCall`). Empty: none (tests compare runs without).
+    pub repeatable: Vec<bool>,
     /// `--sched seeded:N`: emit the scheduling points.
     pub seeded: bool,
     /// `--max-steps` is set: count executed blocks.
@@ -219,6 +223,10 @@ impl JitOptions {
                 .as_ref()
                 .map_or_else(Vec::new, |b| b.elidable.clone()),
             lazy: rt.bridge.as_ref().map_or_else(Vec::new, |b| b.lazy.clone()),
+            repeatable: rt.bridge.as_ref().map_or_else(Vec::new, |b| {
+                let r = translate::repeatable_calls(&rt.image.program, &b.elidable);
+                r.iter().zip(&b.lazy).map(|(r, l)| *r && *l).collect()
+            }),
             seeded: rt.seeded,
             count_steps: rt.limits.max_steps != u64::MAX,
             inline_filters: rt.bridge.as_ref().map_or_else(Vec::new, |b| {

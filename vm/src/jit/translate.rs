@@ -405,6 +405,89 @@ pub fn in_capsule_calls(prog: &Program, is_capsule: impl Fn(u32) -> bool) -> Vec
     inside
 }
 
+/// By function: the methods whose calls may repeat the thread's armed call
+/// without their check (`analyses::pass::RepeatCall`, `Translator::repeat_call`).
+/// Such a call must make no event the pass would receive, and its first state
+/// access must always be at one site (the check's):
+/// - an instance method of a capsule class whose instructions are local
+///   computations, `Math`, `assert`, and proven `this.f` reads and writes of its own
+///   class's non-volatile fields (no reference written), decided inline by the
+///   `capsule` filter's words;
+/// - calls only on `this`, of methods of its class that are repeatable by the same
+///   rules and `elidable` (the words a repeat sets skip their `Enter`/`Exit`);
+/// - `this` never reassigned;
+/// - its entry block reaches a `this.f` access before any call or branch.
+pub fn repeatable_calls(prog: &Program, elidable: &[bool]) -> Vec<bool> {
+    let this = Local(0);
+    let own = |f: &Function, field: FieldRef, site: SiteId| {
+        field.class == f.class && !prog.field(field).is_volatile && prog.proven_capsule_access(site)
+    };
+    // Every instruction is one of those above, calls aside.
+    let mut ok: Vec<bool> = prog
+        .funcs
+        .iter()
+        .map(|f| {
+            f.kind == FuncKind::Method
+                && f.blocks.iter().flat_map(|b| &b.insts).all(|i| {
+                    i.dst() != Some(this)
+                        && match i {
+                            Inst::Const { .. }
+                            | Inst::Copy { .. }
+                            | Inst::Unary { .. }
+                            | Inst::Binary { .. }
+                            | Inst::Convert { .. }
+                            | Inst::Math { .. }
+                            | Inst::Assert { .. } => true,
+                            Inst::GetField {
+                                obj, field, site, ..
+                            } => *obj == this && own(f, *field, *site),
+                            Inst::PutField {
+                                obj, field, site, ..
+                            } => {
+                                *obj == this
+                                    && own(f, *field, *site)
+                                    && !prog.field(*field).ty.is_ref()
+                            }
+                            Inst::Call { func, args, .. } => {
+                                args.first() == Some(&this)
+                                    && prog.func(*func).class == f.class
+                                    && prog.func(*func).kind == FuncKind::Method
+                                    && elidable.get(func.index()) == Some(&true)
+                            }
+                            _ => false,
+                        }
+                })
+        })
+        .collect();
+    // Calls only of methods that stay repeatable: the greatest such set.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (fi, f) in prog.funcs.iter().enumerate() {
+            let bad = ok[fi]
+                && f.blocks
+                    .iter()
+                    .flat_map(|b| &b.insts)
+                    .any(|i| matches!(i, Inst::Call { func, .. } if !ok[func.index()]));
+            if bad {
+                ok[fi] = false;
+                changed = true;
+            }
+        }
+    }
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        let first = f.blocks.first().and_then(|b| {
+            b.insts.iter().find_map(|i| match i {
+                Inst::GetField { .. } | Inst::PutField { .. } => Some(true),
+                Inst::Call { .. } => Some(false),
+                _ => None,
+            })
+        });
+        ok[fi] &= first == Some(true);
+    }
+    ok
+}
+
 /// Where a local lives during translation (see [`homes`]).
 #[derive(Clone, Copy)]
 enum Slot {
@@ -1929,7 +2012,68 @@ impl<'a, 'b> Translator<'a, 'b> {
         let len1 = self.b.ins().iadd_imm_s(len, 1);
         self.b.ins().store(m, len1, base, LAZY_LEN);
         let marker = self.iconst(crate::rtops::LAZY_FRAME as i64);
+        if self.repeatable() {
+            self.repeat_call(base, receiver, done, marker);
+        }
         self.b.ins().jump(done, &[marker.into()]);
+    }
+
+    /// After recording a call of a repeatable method (`JitOptions::repeatable`):
+    /// if it repeats the thread's armed call (`analyses::pass::RepeatCall`: the same
+    /// capsule, the same frame at the same depth, and no frame below it changed since
+    /// the chain last saw the stack, `frames_low` at the caller's depth), set the
+    /// thread's words to what the call's check would set, and jump to `done` with
+    /// `marker`; otherwise go on in a new current block. The call then runs as a
+    /// recorded call the pass never takes: its pop restores the words.
+    fn repeat_call(&mut self, base: Value, receiver: Value, done: ir::Block, marker: Value) {
+        use analyses::pass::{
+            CAPSULE_WORD_DROP, CAPSULE_WORD_OWN, LAZY_NESTED, LAZY_REPEAT_DEPTH, LAZY_REPEAT_FRAME,
+            LAZY_REPEAT_RECEIVER, LAZY_WORD,
+        };
+        let m = MemFlagsData::trusted();
+        let armed = self.b.ins().load(I64, m, base, LAZY_REPEAT_RECEIVER);
+        let same = self.b.ins().icmp(IntCC::Equal, armed, receiver);
+        let (test, no) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(same, test, &[], no, &[]);
+        self.b.switch_to_block(test);
+        let depth = self.b.ins().load(I64, m, self.ctx, OFF_DEPTH);
+        let at = self.b.ins().load(I64, m, base, LAZY_REPEAT_DEPTH);
+        let same_depth = self.b.ins().icmp(IntCC::Equal, at, depth);
+        let low = self.b.ins().load(I64, m, self.ctx, OFF_FRAMES_LOW);
+        let low1 = self.b.ins().iadd_imm_s(low, 1);
+        let below_kept = self.b.ins().icmp(IntCC::Equal, low1, depth);
+        let frames = self.thread_field(OFF_FRAMES);
+        let off = self.b.ins().ishl_imm_u(depth, 3);
+        let top = self.b.ins().iadd(frames, off);
+        let frame = self.b.ins().load(I64, m, top, -8);
+        let want = self.b.ins().load(I64, m, base, LAZY_REPEAT_FRAME);
+        let same_frame = self.b.ins().icmp(IntCC::Equal, frame, want);
+        let ok = self.b.ins().band(same_depth, below_kept);
+        let ok = self.b.ins().band(ok, same_frame);
+        let repeat = self.b.create_block();
+        self.b.ins().brif(ok, repeat, &[], no, &[]);
+        self.b.switch_to_block(repeat);
+        let word = self.iconst((CAPSULE_WORD_DROP | CAPSULE_WORD_OWN) as i64);
+        self.b.ins().store(m, word, base, LAZY_WORD);
+        self.b.ins().store(m, receiver, base, LAZY_NESTED);
+        self.b.ins().jump(done, &[marker.into()]);
+        self.b.switch_to_block(no);
+    }
+
+    /// Whether calls of this function that repeat the thread's armed call skip
+    /// their check (`Translator::repeat_call`): a repeatable method
+    /// (`JitOptions::repeatable`), recorded lazily, whose proven `this.f` accesses
+    /// the `capsule` filter decides inline, in a run that neither counts inline
+    /// decisions (their statistics would miss the check's) nor switches threads at
+    /// scheduling points (another thread could then see the capsule's record
+    /// between the call's entry and exit).
+    fn repeatable(&self) -> bool {
+        let o = self.opts();
+        self.lazy()
+            && o.repeatable.get(self.fid.0 as usize) == Some(&true)
+            && !o.seeded
+            && !o.count_inline
+            && self.capsule_filter().is_some()
     }
 
     /// `Hook::pop_lazy_frame`, inline, for a call whose prologue returned

@@ -27,6 +27,9 @@ pub struct Frame {
     /// when known at its check (the check's access ran in the call's own method, at
     /// the top of the stack); a producer may then end the call without that `Exit`.
     pub exit_at: Option<(SiteId, CtxId)>,
+    /// The check of this call armed the thread's repeatable call
+    /// (`crate::pass::RepeatCall`): its exit leaves it armed.
+    pub armed: bool,
 }
 
 #[derive(Default)]

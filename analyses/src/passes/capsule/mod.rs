@@ -127,6 +127,29 @@
 //! counts; a debug build checks the `Exit` site and context the check predicted
 //! against each delivered `Exit`.
 //!
+//! # Repeated calls
+//! A thread that calls one capsule over and over between synchronizations (a
+//! `Random` filling an array, `nextGaussian` in a Monte Carlo loop) would deliver
+//! the first state access of every call for its check, which finds the thread the
+//! owner of the capsule's epoch and changes nothing but the record's marks, to the
+//! same values each time. So the check of a recorded call that made it the holder,
+//! at the top of the stack, arms the thread's *repeatable call*
+//! ([`crate::pass::RepeatCall`]: capsule, method and call site, depth), and a
+//! producer may run a later call that repeats it — same capsule, same frame at the
+//! same depth, no frame below it changed, of a method that makes no event but its
+//! proven `this.f` accesses and whose first one has a single site — with the words
+//! the check would set, as a recorded call the pass never takes. The pass state
+//! after it is the one the check and the lazy end would leave: the same frames
+//! pushed and popped, the same entry and exit marks, the same exit epoch (the
+//! thread has published nothing since). What differs is only what another thread
+//! may see during the call: the capsule exited rather than occupied, a violation
+//! either way, reported with the exit instead of the entry (so producers repeat
+//! nothing under a seeded schedule), and the events' counts (so producers that
+//! count inline decisions for statistics repeat nothing either). The pass disarms
+//! it at every other check or exit on that capsule by this thread and whenever the
+//! thread publishes its clock; the producer disarms it when it hands over a stack
+//! whose frames below the call's changed ([`crate::pass::LazyFrames::frames_moved`]).
+//!
 //! # Chaining with `escape`
 //! Each filter must account for every reference write into a member of its own set.
 //! `escape` forwards a reference write into a thread-local but capsule-shared target
@@ -397,6 +420,9 @@ impl Capsule {
             };
             debug_assert!(f.entry.is_some(), "the producer ends only recorded calls");
             if let (true, Some(k), Some((site, ctx))) = (f.holds, f.capsule, f.exit_at) {
+                if !f.armed {
+                    l.inline.disarm_repeat_of(k.0);
+                }
                 let at = Mark {
                     tid: t.tid,
                     site,
@@ -442,6 +468,7 @@ impl Capsule {
                 holds: false,
                 entry: Some(entry as u8),
                 exit_at: None,
+                armed: false,
             });
         }
         for i in from..l.frames.len() {
@@ -492,9 +519,20 @@ impl Capsule {
                 .flatten()
                 .filter(|&(m, _)| m.0 == f.method)
                 .map(|(_, site)| (site, t.ctx));
+            // A call that now holds its capsule, recorded and at the top of the
+            // stack, is one the producer may repeat (`crate::pass::RepeatCall`);
+            // any other change of the capsule's record makes the repeat stale.
+            let armed = holds && f.entry.is_some() && exit_at.is_some();
+            if let (true, Some((site, _))) = (armed, exit_at) {
+                let frame = crate::ctx::pack_frame(MethodId(f.method), site);
+                l.inline.arm_repeat(k.0, frame, t.frame_depth());
+            } else if holds {
+                l.inline.disarm_repeat_of(k.0);
+            }
             let g = l.frames.get_mut(i);
             g.holds = holds;
             g.exit_at = exit_at;
+            g.armed = armed;
             // The frames below are as they were: only whether the producer may end
             // the call changes.
             if let Some(e) = g.entry {
@@ -504,6 +542,14 @@ impl Capsule {
         }
         self.refresh(l);
         Ok(())
+    }
+
+    /// The thread is about to publish its clock: it gives up the capsules' epochs it
+    /// owns and is not inside ([`EpochTable::publish`]), so no call of it can be
+    /// repeated unchecked any more.
+    fn publish(&self, t: &ThreadState, l: &mut CapsuleLocal) {
+        l.inline.disarm_repeat();
+        self.epochs.publish(&mut l.epochs, t);
     }
 
     /// Report a violation (once per class) and demote the class.
@@ -871,6 +917,7 @@ impl Pass for Capsule {
                     holds: false,
                     entry: None,
                     exit_at: None,
+                    armed: false,
                 });
                 self.refresh(l);
                 // [CE-ENTER]: the arguments become accessible to the capsule.
@@ -889,6 +936,9 @@ impl Pass for Capsule {
                     && let Some(k) = f.capsule
                 {
                     if f.holds {
+                        if !f.armed {
+                            l.inline.disarm_repeat_of(k.0);
+                        }
                         let at = Mark {
                             tid: t.tid,
                             site: ev.site,
@@ -910,7 +960,7 @@ impl Pass for Capsule {
             }
             // [CE-FORK]
             EventKind::Fork { handed, .. } => {
-                self.epochs.publish(&mut l.epochs, t);
+                self.publish(t, l);
                 self.leak(heap, handed, &mut l.work);
             }
             // A monitor released inside a capsule call (`wait`, the end of a
@@ -935,7 +985,7 @@ impl Pass for Capsule {
                 for i in 0..l.frames.len() {
                     self.set_exit(l, i);
                 }
-                self.epochs.publish(&mut l.epochs, t);
+                self.publish(t, l);
                 self.refresh(l);
             }
             EventKind::VolatileRead { loc } | EventKind::VolatileWrite { loc, .. } => {
@@ -949,7 +999,7 @@ impl Pass for Capsule {
                     self.leak(heap, &[loc.obj], &mut l.work);
                 }
                 if let EventKind::VolatileWrite { value, .. } = ev.kind {
-                    self.epochs.publish(&mut l.epochs, t);
+                    self.publish(t, l);
                     if let Some(v) = value
                         && Self::in_g(heap, loc.obj)
                     {
@@ -958,11 +1008,12 @@ impl Pass for Capsule {
                 }
             }
             EventKind::Alloc { obj } if self.is_capsule(heap, obj) => {
+                l.inline.disarm_repeat_of(obj.0);
                 self.epochs.reset(&mut l.epochs, obj)
             }
-            EventKind::BarrierEnter { .. } => self.epochs.publish(&mut l.epochs, t),
+            EventKind::BarrierEnter { .. } => self.publish(t, l),
             EventKind::ThreadEnd => {
-                self.epochs.publish(&mut l.epochs, t);
+                self.publish(t, l);
                 self.sites.lock().absorb(&mut l.sites);
                 let n = std::mem::take(&mut l.local_checked);
                 self.local_checked.fetch_add(n, Ordering::Relaxed);
