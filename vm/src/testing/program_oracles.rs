@@ -207,6 +207,19 @@ pub fn interp_vs_jit(src: &str, seed: u64) -> Result<(), String> {
                     fa.report, fo.report
                 ));
             }
+            // Without statistics and under the OS scheduler, a capsule call that
+            // repeats the thread's armed call skips its check
+            // (`analyses::pass::RepeatCall`): the same warnings and output.
+            let fr = run(Tier::Jit, &|c| {
+                c.sched = SchedKind::Os;
+                c.stats = false;
+            })?;
+            if fa.report["warnings"] != fr.report["warnings"] || fa.stdout != fr.stdout {
+                d.push(format!(
+                    "{chain} warnings (one thread, OS scheduler, no statistics)\n--- interp\n{}\n--- jit\n{}",
+                    fa.report["warnings"], fr.report["warnings"]
+                ));
+            }
         }
     }
     if d.is_empty() {
