@@ -413,8 +413,9 @@ pub fn in_capsule_calls(prog: &Program, is_capsule: impl Fn(u32) -> bool) -> Vec
 ///   computations, `Math`, `assert`, and proven `this.f` reads and writes of its own
 ///   class's non-volatile fields (no reference written), decided inline by the
 ///   `capsule` filter's words;
-/// - calls only on `this`, of methods of its class that are repeatable by the same
-///   rules and `elidable` (the words a repeat sets skip their `Enter`/`Exit`);
+/// - calls only on `this`, of `elidable` methods of its class that make no event by
+///   the same rules (the words a repeat sets skip their `Enter`/`Exit`; their first
+///   access may be anywhere);
 /// - `this` never reassigned;
 /// - its entry block reaches a `this.f` access before any call or branch.
 pub fn repeatable_calls(prog: &Program, elidable: &[bool]) -> Vec<bool> {
@@ -459,7 +460,7 @@ pub fn repeatable_calls(prog: &Program, elidable: &[bool]) -> Vec<bool> {
                 })
         })
         .collect();
-    // Calls only of methods that stay repeatable: the greatest such set.
+    // Calls only of methods that make no event either: the greatest such set.
     let mut changed = true;
     while changed {
         changed = false;
@@ -475,6 +476,7 @@ pub fn repeatable_calls(prog: &Program, elidable: &[bool]) -> Vec<bool> {
             }
         }
     }
+    // Of those, the ones whose first access has one site repeat.
     for (fi, f) in prog.funcs.iter().enumerate() {
         let first = f.blocks.first().and_then(|b| {
             b.insts.iter().find_map(|i| match i {
