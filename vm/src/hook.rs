@@ -252,7 +252,11 @@ impl Hook {
             ..
         }) = &mut self.0
         {
-            if *lazy != 0 {
+            // Only a stack that moved below its top can stale the repeatable call: with
+            // every frame kept, a deeper call it was armed for is reached only through
+            // calls that lower `unchanged` again before the next hand-over (the
+            // chain's own fast path, `Chain::sync_frames`, skips the same case).
+            if unchanged < frames.len() && *lazy != 0 {
                 // SAFETY: as in `open_lazy_frames`.
                 let f = unsafe { &*(*lazy as *const analyses::pass::LazyFrames) };
                 f.frames_moved(unchanged);
